@@ -1,0 +1,89 @@
+"""What every tool activity shares: argument re-validation, timing, turning
+expected failures into error results, and bounding output.
+
+A tool is written as a plain function ``(request, args) -> ToolResult`` so it
+can be tested without Temporal; ``tool_activity`` wraps it as an activity
+whose type is the tool's name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Awaitable, Callable, TypeVar
+
+from pydantic import ValidationError
+from temporalio import activity
+
+from activities.workspace import WorkspaceError, save_artifact
+from core.arguments import describe_validation_error
+from core.contracts import ToolRequest, ToolResult
+from core.tool_specs import TOOLS, ToolArgs
+
+# No result may come near Temporal's 2 MiB payload limit; tens of kB is what a
+# model can use anyway. What is cut goes to the artifacts folder.
+MAX_OUTPUT_CHARS = 40_000
+
+A = TypeVar("A", bound=ToolArgs)
+SyncTool = Callable[[ToolRequest, A], ToolResult]
+AsyncTool = Callable[[ToolRequest, A], Awaitable[ToolResult]]
+
+
+def parse_request_args(request: ToolRequest) -> ToolArgs | ToolResult:
+    spec = TOOLS[request.tool]
+    try:
+        return spec.params.model_validate(request.arguments)
+    except ValidationError as exc:
+        return ToolResult.error(
+            request.call_id, request.tool, describe_validation_error(request.tool, exc)
+        )
+
+
+async def run_tool(request: ToolRequest, impl: SyncTool | AsyncTool, *, in_thread: bool) -> ToolResult:
+    """Validate, run, time. Business failures come back as error results;
+    anything unexpected propagates (an infrastructure fault for Temporal to retry)."""
+    started = time.monotonic()
+    args = parse_request_args(request)
+    if isinstance(args, ToolResult):
+        result = args
+    else:
+        try:
+            if in_thread:
+                result = await asyncio.to_thread(impl, request, args)  # type: ignore[arg-type]
+            else:
+                result = await impl(request, args)  # type: ignore[misc]
+        except WorkspaceError as exc:
+            result = ToolResult.error(request.call_id, request.tool, str(exc))
+    result.tool_call_id = request.call_id
+    result.name = request.tool
+    result.elapsed_ms = round((time.monotonic() - started) * 1000, 3)
+    return result
+
+
+def tool_activity(name: str, impl: SyncTool, *, in_thread: bool = True):
+    """Wrap a tool function as an activity named after the tool."""
+
+    @activity.defn(name=name)
+    async def _activity(request: ToolRequest) -> ToolResult:
+        return await run_tool(request, impl, in_thread=in_thread)
+
+    _activity.__name__ = _activity.__qualname__ = f"{name}_activity"
+    return _activity
+
+
+def bound_output(
+    text: str, request: ToolRequest, label: str, limit: int = MAX_OUTPUT_CHARS
+) -> tuple[str, dict[str, str]]:
+    """Cut text to ``limit`` characters at a line boundary; save the whole text
+    as an artifact and say where, so nothing is lost silently."""
+    if len(text) <= limit:
+        return text, {}
+    cut = text.rfind("\n", 0, limit)
+    head = text[: cut + 1] if cut > limit // 2 else text[:limit]
+    rel = save_artifact(request.workspace_root, request.call_id, label, text)
+    dropped = len(text) - len(head)
+    notice = (
+        f"\n[output truncated: {dropped} of {len(text)} characters not shown; "
+        f"full output saved to {rel} (read it with read_file and offset/limit)]"
+    )
+    return head + notice, {"truncated": "true", "full_output": rel}

@@ -1,0 +1,181 @@
+"""The data that crosses boundaries: model <-> workflow <-> activities <-> client.
+
+Every type here is a pydantic v2 model and travels through Temporal with the
+pydantic data converter. This module is pure (no I/O) so the workflow sandbox
+can import it.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ToolStatus(str, Enum):
+    OK = "ok"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    DENIED = "denied"
+    CANCELLED = "cancelled"
+
+
+class TurnStatus(str, Enum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    REJECTED = "rejected"
+
+
+class ToolCall(BaseModel):
+    """One call as the model emitted it.
+
+    `arguments` is a JSON string (OpenAI) or an already-decoded object
+    (Anthropic). Anything else is kept as is and reported as bad arguments.
+    """
+
+    id: str
+    name: str
+    arguments: str | dict[str, Any] | None = None
+
+
+class Snapshot(BaseModel):
+    """What a read saw of a file: the basis of the optimistic-lock check."""
+
+    path: str  # relative to the workspace root, normalised with "/"
+    mtime_ns: int
+    size: int
+    sha256: str
+
+
+class ToolResult(BaseModel):
+    tool_call_id: str
+    name: str = ""
+    status: ToolStatus = ToolStatus.OK
+    is_error: bool = False
+    output: str = ""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    # What the file looked like after a read/write/edit (None for other tools).
+    snapshot: Snapshot | None = None
+    elapsed_ms: float = 0.0
+
+    @classmethod
+    def ok(cls, call_id: str, name: str, output: str, **kw: Any) -> "ToolResult":
+        return cls(tool_call_id=call_id, name=name, output=output, **kw)
+
+    @classmethod
+    def error(cls, call_id: str, name: str, output: str, **kw: Any) -> "ToolResult":
+        kw.setdefault("status", ToolStatus.ERROR)
+        return cls(tool_call_id=call_id, name=name, output=output, is_error=True, **kw)
+
+
+class ToolRequest(BaseModel):
+    """What the workflow hands to a tool activity."""
+
+    call_id: str
+    tool: str
+    workspace_root: str
+    arguments: dict[str, Any]
+    # The snapshot this session holds for the target path (write/edit only).
+    snapshot: Snapshot | None = None
+
+
+class Workspace(BaseModel):
+    root: str
+    # Task queue of the worker that holds the workspace's files. Activities are
+    # routed there; the workflow itself may run anywhere.
+    task_queue: str
+
+
+class PolicyRule(BaseModel):
+    """Allow, ask or deny by tool name, optionally narrowed by a bash command prefix."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["allow", "ask", "deny"]
+    tool: str  # a tool name, or "*"
+    command_prefix: str | None = None  # bash only: matched on whole words
+
+
+class Policy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["auto", "ask-writes", "ask-all"] = "ask-writes"
+    rules: list[PolicyRule] = Field(default_factory=list)
+    # Silence for this long turns into a rejection; None waits for ever.
+    approval_timeout_seconds: float | None = None
+
+
+class TurnOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # "auto": when the workflow's own worker holds the workspace, fast tools run
+    # as local activities (a few ms instead of one server round trip each);
+    # "remote": always regular activities on the workspace's task queue.
+    execution: Literal["auto", "remote"] = "auto"
+
+
+class TurnInput(BaseModel):
+    turn_id: str
+    workspace: Workspace
+    tool_calls: list[ToolCall]
+    snapshots: list[Snapshot] = Field(default_factory=list)
+    policy: Policy = Field(default_factory=Policy)
+    options: TurnOptions = Field(default_factory=TurnOptions)
+
+
+class ApprovalDecision(BaseModel):
+    batch_digest: str
+    approve: bool = True
+    approver: str = "unknown"
+    reason: str = ""
+
+
+class DecisionRecord(BaseModel):
+    batch_digest: str
+    approve: bool
+    approver: str
+    reason: str
+    decided_at: str  # ISO-8601, workflow time
+    via: Literal["signal", "update", "timeout"]
+
+
+class PendingCall(BaseModel):
+    index: int
+    tool_call_id: str
+    name: str
+    arguments: dict[str, Any]
+    reason: str
+
+
+class CallProgress(BaseModel):
+    index: int
+    tool_call_id: str
+    name: str
+    state: Literal["pending", "running", "done"]
+    status: ToolStatus | None = None
+
+
+class TurnProgress(BaseModel):
+    """What the `status` query answers."""
+
+    turn_id: str
+    status: TurnStatus
+    batch_digest: str
+    pending: list[PendingCall] = Field(default_factory=list)
+    calls: list[CallProgress] = Field(default_factory=list)
+    decision: DecisionRecord | None = None
+
+
+class TurnResult(BaseModel):
+    turn_id: str
+    status: TurnStatus
+    batch_digest: str
+    results: list[ToolResult]
+    # OpenAI chat shape: {"role": "tool", "tool_call_id", "content"}
+    messages: list[dict[str, Any]]
+    # Anthropic shape: {"type": "tool_result", "tool_use_id", "content", "is_error"}
+    anthropic_blocks: list[dict[str, Any]]
+    snapshots: list[Snapshot]
+    decision: DecisionRecord | None = None

