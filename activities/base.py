@@ -9,6 +9,7 @@ whose type is the tool's name.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Awaitable, Callable, TypeVar
 
@@ -39,33 +40,75 @@ def parse_request_args(request: ToolRequest) -> ToolArgs | ToolResult:
         )
 
 
-async def run_tool(request: ToolRequest, impl: SyncTool | AsyncTool, *, in_thread: bool) -> ToolResult:
+HEARTBEAT_EVERY_S = 2.0
+
+
+async def _heartbeat_forever() -> None:
+    while True:
+        activity.heartbeat()
+        await asyncio.sleep(HEARTBEAT_EVERY_S)
+
+
+def _check_root(request: ToolRequest, allowed_root: str | None) -> ToolResult | None:
+    """A worker serves the workspace it was started for and nothing else."""
+    if allowed_root is None:
+        return None
+    allowed = os.path.realpath(allowed_root)
+    asked = os.path.realpath(request.workspace_root)
+    if asked == allowed or asked.startswith(allowed.rstrip("/") + "/"):
+        return None
+    return ToolResult.error(
+        request.call_id,
+        request.tool,
+        f"this worker serves the workspace {allowed}, not {request.workspace_root}; "
+        "start the turn with the task queue of the worker that holds that workspace",
+        metadata={"failure": "wrong_workspace"},
+    )
+
+
+async def run_tool(
+    request: ToolRequest,
+    impl: SyncTool | AsyncTool,
+    *,
+    in_thread: bool,
+    allowed_root: str | None = None,
+) -> ToolResult:
     """Validate, run, time. Business failures come back as error results;
     anything unexpected propagates (an infrastructure fault for Temporal to retry)."""
     started = time.monotonic()
-    args = parse_request_args(request)
-    if isinstance(args, ToolResult):
-        result = args
-    else:
-        try:
-            if in_thread:
-                result = await asyncio.to_thread(impl, request, args)  # type: ignore[arg-type]
-            else:
-                result = await impl(request, args)  # type: ignore[misc]
-        except WorkspaceError as exc:
-            result = ToolResult.error(request.call_id, request.tool, str(exc))
+    args = _check_root(request, allowed_root) or parse_request_args(request)
+    heartbeat: asyncio.Task[None] | None = None
+    if activity.in_activity() and not activity.info().is_local:
+        # Lets the server notice a dead worker within the heartbeat timeout.
+        heartbeat = asyncio.create_task(_heartbeat_forever())
+    try:
+        if isinstance(args, ToolResult):
+            result = args
+        else:
+            try:
+                if in_thread:
+                    result = await asyncio.to_thread(impl, request, args)  # type: ignore[arg-type]
+                else:
+                    result = await impl(request, args)  # type: ignore[misc]
+            except WorkspaceError as exc:
+                result = ToolResult.error(request.call_id, request.tool, str(exc))
+    finally:
+        if heartbeat is not None:
+            heartbeat.cancel()
     result.tool_call_id = request.call_id
     result.name = request.tool
     result.elapsed_ms = round((time.monotonic() - started) * 1000, 3)
     return result
 
 
-def tool_activity(name: str, impl: SyncTool, *, in_thread: bool = True):
+def tool_activity(
+    name: str, impl: SyncTool | AsyncTool, *, in_thread: bool = True, allowed_root: str | None = None
+):
     """Wrap a tool function as an activity named after the tool."""
 
     @activity.defn(name=name)
     async def _activity(request: ToolRequest) -> ToolResult:
-        return await run_tool(request, impl, in_thread=in_thread)
+        return await run_tool(request, impl, in_thread=in_thread, allowed_root=allowed_root)
 
     _activity.__name__ = _activity.__qualname__ = f"{name}_activity"
     return _activity

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 ARTIFACTS_DIR = ".agent-artifacts"
@@ -52,6 +53,19 @@ def resolve_inside(root: str | Path, path: str) -> Path:
             f"path {path!r} resolves outside the workspace ({real}); "
             "only files under the workspace root can be used: give a path relative to it"
         )
+    # realpath(strict=False) gives up at a symlink loop and returns the rest of
+    # the path unresolved, then collapses '..' lexically: 'loop/../out/x' came
+    # back as '<root>/out/x' with 'out' still a symlink to anywhere. Refuse any
+    # symlink left in the result (below the root, which is already real).
+    for part in [*reversed(real.parents), real][len(root_real.parts) :]:
+        try:
+            if stat.S_ISLNK(os.lstat(part).st_mode):
+                raise WorkspaceError(
+                    f"path {path!r} goes through a symlink that cannot be resolved "
+                    f"(a symlink loop?) at {part.relative_to(root_real)}; give a plain path"
+                )
+        except OSError:
+            break  # missing (or unreadable): nothing below it exists to follow
     return real
 
 
@@ -66,19 +80,32 @@ def save_artifact(root: str | Path, call_id: str, label: str, data: str | bytes)
     target, rel = artifacts_path(root, call_id, label)
     if isinstance(data, str):
         data = data.encode("utf-8", errors="replace")
-    target.write_bytes(data)
+    # O_EXCL|O_NOFOLLOW: never write through a link planted in the folder.
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
     return rel
 
 
 def artifacts_path(root: str | Path, call_id: str, label: str) -> tuple[Path, str]:
     """A fresh artifact file path (absolute, relative-to-root). The folder
     carries a ``.gitignore`` of ``*`` so git, ripgrep and our glob tool all
-    leave it alone."""
+    leave it alone.
+
+    A bash command may have replaced the folder with a symlink to somewhere
+    else; the worker writing artifacts is not sandboxed, so refuse that."""
     base = workspace_root(str(root)) / ARTIFACTS_DIR
+    if base.is_symlink() or (base.exists() and not base.is_dir()):
+        raise WorkspaceError(
+            f"{ARTIFACTS_DIR} in the workspace is a symlink or not a folder; "
+            "remove it so that full outputs can be saved there"
+        )
     base.mkdir(exist_ok=True)
     ignore = base / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")
+    if not ignore.exists() and not ignore.is_symlink():
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write("*\n")
     safe_id = "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)[:64] or "call"
     name = f"{label}-{safe_id}-{secrets.token_hex(4)}.txt"
     return base / name, f"{ARTIFACTS_DIR}/{name}"

@@ -110,10 +110,15 @@ class Policy(BaseModel):
 class TurnOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # "auto": when the workflow's own worker holds the workspace, fast tools run
-    # as local activities (a few ms instead of one server round trip each);
-    # "remote": always regular activities on the workspace's task queue.
-    execution: Literal["auto", "remote"] = "auto"
+    # "local": fast tools (all but bash) run as local activities inside the
+    # workflow's own worker: a few ms per call instead of a server round trip.
+    # Only right when the workflow runs on the workspace's task queue, which
+    # the starter knows (client.py sets it then). The worker still refuses
+    # paths outside the workspace it serves.
+    # "remote": regular activities on the workspace's task queue.
+    # (The choice lives in the input, not in workflow.info(), so that replay
+    # on another queue, e.g. the Replayer's, makes the same decision.)
+    execution: Literal["local", "remote"] = "remote"
 
 
 class TurnInput(BaseModel):
@@ -121,7 +126,8 @@ class TurnInput(BaseModel):
     workspace: Workspace
     tool_calls: list[ToolCall]
     snapshots: list[Snapshot] = Field(default_factory=list)
-    policy: Policy = Field(default_factory=Policy)
+    # None: use the default policy of the worker that runs the workflow.
+    policy: Policy | None = None
     options: TurnOptions = Field(default_factory=TurnOptions)
 
 

@@ -14,6 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.binaries import find_binary
+from runtime.devserver import dynamic_config_args
 
 
 def _required_binary(name: str) -> str:
@@ -29,7 +30,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         data_converter=pydantic_data_converter,
         dev_server_existing_path=_required_binary("temporal"),
         ui=False,
-        dev_server_extra_args=["--dynamic-config-value", "frontend.enableUpdateWorkflowExecution=true"],
+        dev_server_extra_args=dynamic_config_args(),
     )
     try:
         yield env

@@ -1,0 +1,40 @@
+"""The set of activities a workspace worker registers."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from temporalio import activity
+
+from activities.base import tool_activity
+from activities.bash import run_bash
+from activities.files import edit_file, read_file, write_file
+from activities.search import glob_files, grep
+from core.contracts import Policy
+from core.tool_specs import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, TOOLS, WRITE_FILE
+
+DEFAULT_POLICY_ACTIVITY = "default_policy"
+
+
+def build_activities(
+    workspace_root: str | None = None, default_policy: Policy | None = None
+) -> list[Callable[..., Any]]:
+    """Every tool as an activity (type = tool name), confined to
+    ``workspace_root`` when given, plus the activity that tells a turn without
+    an explicit policy what this worker's default is."""
+    policy = default_policy or Policy()
+
+    @activity.defn(name=DEFAULT_POLICY_ACTIVITY)
+    async def default_policy_activity() -> Policy:
+        return policy
+
+    tools = [
+        tool_activity(READ_FILE, read_file, allowed_root=workspace_root),
+        tool_activity(WRITE_FILE, write_file, allowed_root=workspace_root),
+        tool_activity(EDIT_FILE, edit_file, allowed_root=workspace_root),
+        tool_activity(GREP, grep, allowed_root=workspace_root),
+        tool_activity(GLOB, glob_files, allowed_root=workspace_root),
+        tool_activity(BASH, run_bash, in_thread=False, allowed_root=workspace_root),
+    ]
+    assert {a.__temporal_activity_definition.name for a in tools} == set(TOOLS)  # type: ignore[attr-defined]
+    return [*tools, default_policy_activity]

@@ -1,0 +1,142 @@
+"""Results -> messages a model reads. Pure.
+
+The hint that follows a failed call is fixed text chosen by status; the
+tool's own output (untrusted: file contents, command output) is never spliced
+into it. In the OpenAI shape the two are separated by a fixed marker line; in
+the Anthropic shape they are separate content blocks.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any, Callable
+
+from core.contracts import PendingCall, ToolResult, ToolStatus
+
+HINTS: dict[ToolStatus, str] = {
+    ToolStatus.ERROR: (
+        "The tool call failed. Read the error above, then fix the arguments or change "
+        "approach; do not repeat the identical call."
+    ),
+    ToolStatus.SKIPPED: (
+        "This call was not run because an earlier call in the same batch failed. "
+        "Fix that failure first, then send this call again if it is still needed."
+    ),
+    ToolStatus.DENIED: (
+        "This call was not run: it was denied. Do not retry it unchanged; explain what you "
+        "need or choose a different approach."
+    ),
+    ToolStatus.CANCELLED: (
+        "This call was cancelled because another call in the same parallel group hit an "
+        "infrastructure failure. It is safe to send it again."
+    ),
+}
+
+HINT_MARKER = "--- tool pipeline note ---"
+
+
+def _footer(result: ToolResult) -> str:
+    return f"[{result.name or 'tool'}: {result.status.value}, {result.elapsed_ms:.0f} ms]"
+
+
+def hint_text(result: ToolResult) -> str:
+    lines = []
+    hint = HINTS.get(result.status) if result.is_error or result.status != ToolStatus.OK else None
+    if hint:
+        lines.append(hint)
+    lines.append(_footer(result))
+    return "\n".join(lines)
+
+
+def openai_message(result: ToolResult) -> dict[str, Any]:
+    body = result.output if result.output else "(no output)"
+    return {
+        "role": "tool",
+        "tool_call_id": result.tool_call_id,
+        "content": f"{body}\n\n{HINT_MARKER}\n{hint_text(result)}",
+    }
+
+
+def anthropic_block(result: ToolResult) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": result.tool_call_id,
+        "is_error": result.is_error,
+        "content": [
+            {"type": "text", "text": result.output if result.output else "(no output)"},
+            {"type": "text", "text": hint_text(result)},
+        ],
+    }
+
+
+def skipped_result(call_id: str, name: str, failed_index: int, failed_name: str) -> ToolResult:
+    return ToolResult.error(
+        call_id,
+        name,
+        f"Skipped: tool call #{failed_index + 1} ({failed_name}) failed earlier in this batch.",
+        status=ToolStatus.SKIPPED,
+    )
+
+
+def cancelled_result(call_id: str, name: str, failed_index: int, failed_name: str) -> ToolResult:
+    return ToolResult.error(
+        call_id,
+        name,
+        f"Cancelled: tool call #{failed_index + 1} ({failed_name}) in the same parallel group "
+        "failed for an infrastructure reason.",
+        status=ToolStatus.CANCELLED,
+    )
+
+
+def denied_result(call_id: str, name: str, approver: str, reason: str) -> ToolResult:
+    why = f": {reason}" if reason else ""
+    return ToolResult.error(
+        call_id,
+        name,
+        f"Denied by {approver}{why}. This call was not run.",
+        status=ToolStatus.DENIED,
+        metadata={"approver": approver, "reason": reason},
+    )
+
+
+def render_text(result: ToolResult, index: int) -> str:
+    """Human-readable block for the CLI."""
+    head = f"#{index + 1} {result.name} [{result.status.value}] {result.elapsed_ms:.0f} ms"
+    meta = ", ".join(f"{k}={v}" for k, v in sorted(result.metadata.items()))
+    lines = [head + (f"  ({meta})" if meta else "")]
+    lines.extend("    " + line for line in (result.output or "(no output)").splitlines())
+    return "\n".join(lines)
+
+
+def describe_pending_call(pending: PendingCall, validate: Callable[[str], Any]) -> str:
+    """What a reviewer needs to see before approving one call: the path, the
+    edit as a diff, the write's content, the command and its verdict."""
+    args = pending.arguments
+    lines = [f"#{pending.index + 1} {pending.name} ({pending.tool_call_id}) — asks because: {pending.reason}"]
+    if pending.name == "edit_file":
+        lines.append(f"  file: {args.get('path')}" + ("  (replace all)" if args.get("replace_all") else ""))
+        diff = difflib.unified_diff(
+            str(args.get("old_string", "")).splitlines(),
+            str(args.get("new_string", "")).splitlines(),
+            "before",
+            "after",
+            lineterm="",
+        )
+        lines.extend("  " + d for d in diff)
+    elif pending.name == "write_file":
+        content = str(args.get("content", ""))
+        body = content.splitlines()
+        lines.append(f"  file: {args.get('path')}  ({len(content)} characters, {len(body)} lines)")
+        lines.extend(f"  | {line}" for line in body[:30])
+        if len(body) > 30:
+            lines.append(f"  | … {len(body) - 30} more lines")
+    elif pending.name == "bash":
+        command = str(args.get("command", ""))
+        verdict = validate(command)
+        lines.append(f"  $ {command}")
+        lines.append(f"  validator: {verdict.verdict} — {verdict.reason}")
+        lines.append(f"  timeout: {args.get('timeout_seconds')} s")
+    else:
+        lines.append("  " + json.dumps(args, sort_keys=True)[:500])
+    return "\n".join(lines)

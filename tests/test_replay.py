@@ -1,0 +1,57 @@
+"""Recorded histories of real runs replay against the current workflow code;
+a non-deterministic change is caught."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from tests.record_histories import HISTORIES, SCENARIOS
+from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
+
+with workflow.unsafe.imports_passed_through():
+    from core.contracts import TurnInput, TurnResult
+    from core.planning import Stage
+
+
+def load(name: str) -> WorkflowHistory:
+    return WorkflowHistory.from_json(f"history-{name}", (HISTORIES / f"{name}.json").read_text())
+
+
+def test_every_scenario_has_a_recorded_history() -> None:
+    assert sorted(p.stem for p in HISTORIES.glob("*.json")) == sorted(SCENARIOS)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+async def test_history_replays_against_current_code(name: str) -> None:
+    replayer = Replayer(workflows=[AgentTurnWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(load(name), raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{name}: {result.replay_failure}"
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class ReorderedTurnWorkflow(AgentTurnWorkflow):
+    """A careless refactor: run the stages back to front."""
+
+    @workflow.init
+    def __init__(self, turn: TurnInput) -> None:
+        super().__init__(turn)
+
+    @workflow.run
+    async def run(self, turn: TurnInput) -> TurnResult:
+        return await super().run(turn)
+
+    async def _execute(self, stages: list[Stage]) -> None:
+        await super()._execute(list(reversed(stages)))
+
+
+async def test_a_nondeterministic_change_is_caught() -> None:
+    replayer = Replayer(workflows=[ReorderedTurnWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(load("mixed_failure_skips"), raise_on_replay_failure=False)
+    assert result.replay_failure is not None
+    assert "Nondeterminism" in type(result.replay_failure).__name__ or "nondetermin" in str(result.replay_failure).lower()

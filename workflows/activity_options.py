@@ -1,0 +1,61 @@
+"""Per-tool activity options: how long a call may take, how a dead worker is
+noticed, and what is retried.
+
+- Reads (read_file, grep, glob) retry freely: they change nothing.
+- write_file / edit_file retry too: their snapshot check and idempotence make
+  a repeat harmless (a retried write that already landed reports success).
+- bash is never retried once it may have started: a lost worker becomes an
+  error result saying the command may or may not have run.
+- Every tool heartbeats (see activities.base), so a SIGKILLed worker is
+  noticed after HEARTBEAT_TIMEOUT rather than after start_to_close.
+- An oversized result (PayloadsTooLarge) is never retried: it would fail
+  identically every time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+from core.tool_specs import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, WRITE_FILE, BashArgs, ToolArgs
+
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+NON_RETRYABLE = ["PayloadsTooLarge", "ValidationError", "WorkspaceError"]
+
+_RETRY_FREELY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=5),
+    maximum_attempts=5,
+    non_retryable_error_types=NON_RETRYABLE,
+)
+_NEVER_RETRY = RetryPolicy(maximum_attempts=1, non_retryable_error_types=NON_RETRYABLE)
+
+
+@dataclass(frozen=True)
+class ToolActivityOptions:
+    start_to_close: timedelta
+    retry: RetryPolicy
+    heartbeat: timedelta | None = HEARTBEAT_TIMEOUT
+    may_run_locally: bool = True
+
+
+def options_for(tool: str, args: ToolArgs | None) -> ToolActivityOptions:
+    if tool == BASH:
+        budget = args.timeout_seconds if isinstance(args, BashArgs) else 180
+        # The command's own timeout plus time to kill it and drain its pipes.
+        return ToolActivityOptions(
+            start_to_close=timedelta(seconds=budget + 30),
+            retry=_NEVER_RETRY,
+            may_run_locally=False,
+        )
+    if tool in (READ_FILE, GREP, GLOB, WRITE_FILE, EDIT_FILE):
+        return ToolActivityOptions(start_to_close=timedelta(seconds=120), retry=_RETRY_FREELY)
+    raise ValueError(f"no activity options for tool {tool!r}")
+
+
+# Local activities run inside the workflow's worker: no heartbeats, and their
+# start_to_close bounds one attempt.
+LOCAL_START_TO_CLOSE = timedelta(seconds=60)
