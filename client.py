@@ -19,6 +19,7 @@ import getpass
 import json
 import os
 import sys
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any
@@ -218,14 +219,14 @@ async def cmd_status(client: Client, args: argparse.Namespace) -> int:
 
 
 async def cmd_result(client: Client, args: argparse.Namespace) -> int:
-    handle = client.get_workflow_handle(args.turn_id)
+    handle = client.get_workflow_handle(args.turn_id, result_type=TurnResult)
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.RUNNING:
         progress = await _progress(client, args.turn_id)
         _err(f"turn {args.turn_id} has no result yet: it is {progress.status.value}")
         return EXIT_FAILED
     try:
-        result = await handle.result(result_type=TurnResult)
+        result = await handle.result()
     except WorkflowFailureError as exc:
         _err(f"turn {args.turn_id} failed: {exc.cause or exc}")
         return EXIT_FAILED
@@ -396,6 +397,9 @@ def main(argv: list[str] | None = None) -> None:
         code = run_cli(argv)
     except SystemExit as exc:  # argparse's usage errors
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except Exception:  # a bug: show it, but still leave cleanly
+        traceback.print_exc()
+        code = EXIT_FAILED
     sys.stdout.flush()
     sys.stderr.flush()
     # temporalio's native runtime can crash at interpreter exit (sdk-python#300):

@@ -94,12 +94,14 @@ class AgentTurnWorkflow:
         self._running: set[int] = set()
         self._snapshots: dict[str, Snapshot] = {s.path: s for s in turn.snapshots}
         self._snapshot_alias: dict[str, str] = {}
+        self._policy = Policy()
         if turn.policy is not None:
             # Prepared here, not in run(), so a decision that arrives with
             # the very first workflow task already finds the turn paused.
             self._prepare(turn.policy)
 
     def _prepare(self, policy: Policy) -> None:
+        self._policy = policy
         self._prepared = prepare_batch(self._turn.tool_calls, policy)
         self._pending = pending_calls(self._prepared)
         self._status = TurnStatus.PAUSED if self._pending else TurnStatus.RUNNING
@@ -128,7 +130,7 @@ class AgentTurnWorkflow:
 
     async def _wait_for_decision(self) -> bool:
         self._publish_status()
-        timeout = self._turn.policy.approval_timeout_seconds
+        timeout = self._policy.approval_timeout_seconds
         try:
             await workflow.wait_condition(
                 lambda: self._decision is not None,
