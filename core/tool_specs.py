@@ -171,15 +171,20 @@ TOOLS: dict[str, ToolSpec] = {
         ),
         ToolSpec(
             GREP,
-            "Search file contents with a regular expression (ripgrep). Respects .gitignore. "
-            "Returns 'path:line:text' lines, at most 50 matches in total.",
+            "Search file contents with a regular expression (ripgrep, Rust regex syntax). "
+            "Respects .gitignore; searches hidden files but never .git or the artifacts folder. "
+            "Returns 'path:line:text' lines sorted by path, at most 50 in total (a notice says "
+            "when there were more: then narrow the pattern, path or include).",
             GrepArgs,
             _always,
             writes=False,
         ),
         ToolSpec(
             GLOB,
-            "List files whose path matches a glob pattern, sorted by path. At most 1000 paths.",
+            "List files (not folders) whose path matches a glob pattern, sorted by path, at most "
+            "1000. '**' matches any number of folders and {a,b} alternatives work; names starting "
+            "with a dot match only when the pattern writes the dot (e.g. '**/.env*'); symlinks "
+            "are listed but never followed.",
             GlobArgs,
             _always,
             writes=False,
