@@ -187,6 +187,49 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+# Host places that hold credentials or control sockets. The root filesystem is
+# bound read-only, but reading is already too much for these: a command the
+# validator allows (cat, grep) must not hand the model an SSH key or a cloud
+# token, and a Unix socket such as /run/docker.sock works without a network.
+_SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
+_SECRET_DIRS = ("/run", "/var/run/secrets", "/etc/sudoers.d")
+_SECRET_HOME_ENTRIES = (
+    ".ssh", ".aws", ".azure", ".config/gcloud", ".docker", ".kube", ".gnupg",
+    ".netrc", ".git-credentials", ".pypirc", ".npmrc", ".config/gh",
+)
+HIDE_ENV = "AGENT_TOOLS_SANDBOX_HIDE"  # extra paths to hide, ':'-separated
+
+
+def _hidden_paths(workspace: str) -> list[str]:
+    """The secret-bearing paths that exist on this host, minus any that
+    contain the workspace (hiding it would hide the work itself)."""
+    homes = ["/root"]
+    try:
+        homes += [os.path.join("/home", d) for d in sorted(os.listdir("/home"))]
+    except OSError:
+        pass
+    candidates = [*_SECRET_FILES, *_SECRET_DIRS]
+    candidates += [os.path.join(h, e) for h in homes for e in _SECRET_HOME_ENTRIES]
+    candidates += [p for p in os.environ.get(HIDE_ENV, "").split(":") if p.startswith("/")]
+    ws = os.path.realpath(workspace).rstrip("/") + "/"
+    found = []
+    for path in candidates:
+        real = os.path.realpath(path)
+        if os.path.lexists(path) and not ws.startswith(real.rstrip("/") + "/"):
+            found.append(real)
+    return list(dict.fromkeys(found))
+
+
+def _hide_args(workspace: str) -> list[str]:
+    args: list[str] = []
+    for path in _hidden_paths(workspace):
+        if os.path.isdir(path):
+            args += ["--tmpfs", path]
+        else:
+            args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
 def bwrap_argv(bwrap: str, workspace: str, argv: Sequence[str]) -> list[str]:
     return [
         bwrap,
@@ -202,6 +245,7 @@ def bwrap_argv(bwrap: str, workspace: str, argv: Sequence[str]) -> list[str]:
         "--tmpfs", "/dev/shm",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
+        *_hide_args(workspace),
         "--dir", SANDBOX_HOME,
         "--bind", workspace, workspace,  # after --tmpfs /tmp: a workspace under /tmp stays visible
         "--chdir", workspace,

@@ -357,6 +357,33 @@ async def test_sandbox_blocks_writes_outside_the_workspace(workspace: Path) -> N
         outside.rmdir()
 
 
+async def test_sandbox_hides_credentials_and_sockets(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only command the validator allows (cat) must not read host
+    secrets: shadow passwords, a configured secret folder, /run sockets."""
+    await _require_bwrap()
+    secret_dir = tmp_path / "fake-home" / ".ssh"
+    secret_dir.mkdir(parents=True)
+    (secret_dir / "id_ed25519").write_text("PRIVATE KEY MATERIAL\n")
+    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_HIDE", str(secret_dir))
+    key = await execute(["cat", str(secret_dir / "id_ed25519")], workspace, 10, sandbox="auto")
+    assert key.sandbox == "bwrap"
+    assert key.exit_code != 0 and "PRIVATE KEY" not in key.output
+    assert Path("/etc/shadow").exists()
+    shadow = await execute(["cat", "/etc/shadow"], workspace, 10, sandbox="auto")
+    # /dev/null is bound in its place (on a nodev mount: reading it is refused)
+    assert "root:" not in shadow.output
+    assert shadow.output.strip() in ("", "cat: /etc/shadow: Permission denied")
+    run = await execute(["ls", "-A", "/run"], workspace, 10, sandbox="auto")
+    assert run.exit_code == 0 and run.output.strip() == ""
+    # The workspace itself is never hidden, even if it sits under a hidden path.
+    monkeypatch.setenv("AGENT_TOOLS_SANDBOX_HIDE", str(workspace.parent))
+    (workspace / "visible.txt").write_text("still here\n")
+    seen = await execute(["cat", "visible.txt"], workspace, 10, sandbox="auto")
+    assert seen.output.strip() == "still here"
+
+
 async def test_sandbox_has_no_network(workspace: Path) -> None:
     await _require_bwrap()
 
