@@ -25,11 +25,24 @@ Decisions where the issue left room (each one is also asserted by the tests):
   than ``MAX_COMMAND_CHARS`` are rejected (bashlex is slow on huge inputs).
 * Unquoted ``~`` is rejected where bash could expand it (start of a word, or
   after ``=`` / ``:``); ``HEAD~1`` stays allowed. Unquoted ``{`` ``}`` ``!`` are
-  rejected everywhere (brace expansion, grouping, negation); ``#`` only where
+  rejected everywhere (brace expansion, grouping, negation) except a lone
+  ``{}`` word, which bash keeps literally; ``#`` only where
   it starts a comment (start of a word); a lone ``[`` (the ``test`` program) is
   allowed, any other unquoted ``[`` ``*`` ``?`` is a glob and rejected.
 * A program given by absolute path is judged by its basename, but an ``allow``
-  is lowered to ``ask`` unless it lives in a standard system bin folder.
+  is lowered to ``ask`` unless it lives in a standard system bin folder. A
+  relative path is a workspace script (``ask``) unless its name shadows a
+  known program (reject: ``./cat``); a project environment's tool
+  (``.venv/bin/python``, ``node_modules/.bin/jest``) is judged by its name
+  but never auto-allowed.
+* ``allow`` means "no approval", so a read-only command whose arguments name
+  something outside the workspace (``/``, ``/etc/...``, ``/home/...``, any
+  ``..`` component, also after ``--opt=``) is lowered to ``ask``, as the
+  file tools refuse such paths (DESIGN section 4).
+* bashlex 0.18 expands ``$`` / backticks inside a single-quoted part of a word
+  unless the word starts and ends with ``'`` (and loops forever on
+  ``'${'+``), so such words are rejected before bashlex sees them, with a
+  hint to quote the whole word.
 * ``cat`` with no file reads stdin, which the executor wires to /dev/null:
   it ends at once, so it is allowed.
 * git: network subcommands (clone/fetch/pull/push/ls-remote, ``remote update``)
@@ -39,9 +52,10 @@ Decisions where the issue left room (each one is also asserted by the tests):
   ls-remote, ``clone -c/--config``, ``--template``) and ``<transport>::``
   remote-helper URLs are rejected. Unknown git subcommands and unknown global
   options are rejected: they may be aliases (``alias.x = !sh``) or ``git-*``
-  programs from PATH. ``git -C <relative path>`` keeps its verdict;
-  ``--git-dir`` / ``--work-tree`` / ``-C`` outside the workspace lower it to
-  ``ask``. ``git clean`` without ``-n`` is rejected as destructive; interactive
+  programs from PATH. ``git fetch -u`` is ``--update-head-ok`` (ask), unlike
+  ``clone`` / ``ls-remote -u`` (``--upload-pack``: reject). ``git -C <relative
+  path>`` keeps its verdict; ``--git-dir`` / ``--work-tree`` / ``-C`` outside
+  the workspace lower it to ``ask``. ``git clean`` without ``-n`` is rejected as destructive; interactive
   modes (``add -p``, ``rebase -i``, ``commit -e`` ...) are rejected (no terminal).
   Note: git may still run programs configured in the repository's own
   ``.git/config`` / ``.gitattributes`` (``diff.external``, textconv, fsmonitor,
@@ -55,7 +69,11 @@ Decisions where the issue left room (each one is also asserted by the tests):
   a script we cannot parse or given by ``-f`` is reject / ask respectively.
 * ``awk`` with only ``-F`` / ``-v`` and a program without ``system``, ``|``,
   ``@`` (gawk ``@load`` / indirect calls), ``/inet`` or a ``print ... >``
-  redirection is allowed; ``-f progfile`` is ask.
+  redirection is allowed; ``-f progfile`` or ``getline`` (reads other files)
+  is ask. sed ``r`` / ``R`` (reads another file) is ask too. Long options of
+  sed / gawk / tar / git are matched by prefix too (getopt_long accepts
+  abbreviations: ``sed --e='1e id'`` is ``--expression``).
+* ``sleep`` is ask (``sleep infinity`` rejects); unknown programs are ask.
 * Environment runners (``uv run``, ``poetry run``, ``pipenv run``, ``pdm run``,
   ``hatch run``, ``conda run``, ``rye run``, ``bundle exec``) are judged by the
   program they run: a rejected inner program rejects, anything else is ask.
@@ -158,7 +176,11 @@ H_GIT_STD = "use a standard git subcommand with its plain options (aliases and g
 _BAD_CHAR = re.compile(r"[^\x20-\x7e]")
 # Characters that are literal in an unquoted word in every position.
 _SAFE = r"A-Za-z0-9_./:@%+,=^\]-"
-_WORD = r"(?:[" + _SAFE + r"]|'[^']*'|\"[^\"$`\\]*\")+"
+# Inside quotes: printable ASCII only, so a fast-path match also proves there
+# is no control or non-ASCII character anywhere.
+_IN_SINGLE = r"[\x20-\x26\x28-\x7e]"  # not '
+_IN_DOUBLE = r"[\x20\x21\x23\x25-\x5b\x5d-\x5f\x61-\x7e]"  # not " $ \ `
+_WORD = r"(?:[" + _SAFE + r"]|'" + _IN_SINGLE + r"*'|\"" + _IN_DOUBLE + r"*\")+"
 _FAST_COMMAND = re.compile(_WORD + r"(?: +" + _WORD + r")*")
 _FAST_WORD = re.compile(_WORD)
 _QUOTE_PART = re.compile(r"'([^']*)'|\"([^\"]*)\"|([^'\"]+)")
@@ -394,13 +416,27 @@ def _dollar_reject(s: str, i: int, quoted: bool) -> _J:
     )
 
 
-def _lex(s: str) -> tuple[list[tuple[int, int]], None] | tuple[None, _J]:
-    if _FAST_COMMAND.fullmatch(s):
-        return [m.span() for m in _FAST_WORD.finditer(s)], None
-    res = _slow_lex(s)
-    if isinstance(res, tuple):
-        return None, res
-    return res, None
+_BASHLEX_TRAP = re.compile(r"[$`]|[<>]\(")
+
+
+def _bashlex_trap(s: str, spans: list[tuple[int, int]]) -> _J | None:
+    """bashlex (0.18) mishandles a single-quoted part of a word unless the word
+    both starts and ends with a single quote: ``string.find("'", i)`` finds the
+    opening quote itself, so the quoted text is expanded as if unquoted. With
+    ``$`` that yields phantom expansions, and ``'${'+`` makes it loop forever.
+    Such words never reach bashlex: a pure function cannot time it out."""
+    for a, b in spans:
+        if s[a] == "'" and s[b - 1] == "'" and b - a > 1:
+            continue  # bashlex takes a word that starts and ends with ' as literal
+        word = s[a:b]
+        if _BASHLEX_TRAP.search(word):
+            return _rej(
+                f"'$', '`' or '<(' inside quotes that do not span the whole word {word!r} "
+                "cannot be checked safely",
+                "quote the whole word from its first character to its last, e.g. '--opt=$x' "
+                "instead of --opt='$x'",
+            )
+    return None
 
 
 def _bashlex_check(s: str, spans: list[tuple[int, int]]) -> _J | None:
@@ -428,7 +464,7 @@ def _bashlex_check(s: str, spans: list[tuple[int, int]]) -> _J | None:
             word = s[span[0] : span[1]]
             return _rej(
                 f"the parser sees an expansion in the word {word!r} ('$' or '`' inside quotes "
-                "that do not start the word)",
+                "that do not span the whole word)",
                 "quote the whole word from its first character, e.g. '--opt=$x' instead of --opt='$x'",
             )
         if tuple(node.pos) != span:
@@ -453,13 +489,16 @@ def validate_command(command: str) -> Verdict:
             f"the command is too long ({len(s)} characters, at most {MAX_COMMAND_CHARS})",
             "put long content in a file with the write_file tool and pass the file name",
         )
-    m = _BAD_CHAR.search(s)
-    if m is not None:
-        return Verdict(*_char_reject(s, m))
-    spans, problem = _lex(s)
-    if problem is not None:
-        return Verdict(*problem)
-    assert spans is not None
+    if _FAST_COMMAND.fullmatch(s):
+        spans = [m.span() for m in _FAST_WORD.finditer(s)]
+    else:
+        m = _BAD_CHAR.search(s)
+        if m is not None:
+            return Verdict(*_char_reject(s, m))
+        lexed = _slow_lex(s)
+        if isinstance(lexed, tuple):
+            return Verdict(*lexed)
+        spans = lexed
     argv = tuple(_unquote(s[a:b]) for a, b in spans)
     first_raw = s[spans[0][0] : spans[0][1]]
     if first_raw in _RESERVED or argv[0] in _RESERVED:
@@ -476,6 +515,10 @@ def validate_command(command: str) -> Verdict:
             "environment variables cannot be set here; pass the value as an argument or option",
             argv=argv,
         )
+    if "$" in s or "`" in s or "(" in s:
+        problem = _bashlex_trap(s, spans)
+        if problem is not None:
+            return Verdict(*problem, argv=argv)
     problem = _bashlex_check(s, spans)
     if problem is not None:
         return Verdict(*problem, argv=argv)
@@ -548,9 +591,36 @@ def _judge(argv: tuple[str, ...]) -> tuple[str | None, _J]:
         j = _ask(f"`{base}` is not on the read-only list; it may change files or run code")
     else:
         j = handler(base, list(argv[1:]))
-    if capped and j[0] == "allow":
-        j = _ask(f"{j[1]}; but `{word}` is not in a standard system folder")
+    if j[0] == "allow":
+        if capped:
+            j = _ask(f"{j[1]}; but `{word}` is not in a standard system folder")
+        else:
+            outside = _outside_workspace(argv)
+            if outside is not None:
+                j = _ask(f"{j[1]}, but `{outside}` is outside the workspace")
     return base, j
+
+
+_SYSTEM_TOP = frozenset(
+    "bin boot dev etc home lib lib32 lib64 libx32 media mnt opt proc root run sbin srv sys tmp usr var "
+    "Users Volumes private Library System Applications nix snap".split()
+)
+
+
+def _outside_workspace(argv: tuple[str, ...]) -> str | None:
+    """An argument that names a path outside the workspace: `/`, a top-level
+    system folder, or any path with a `..` component (also after `--opt=`)."""
+    for arg in argv[1:]:
+        for cand in (arg, arg.partition("=")[2]):
+            if not cand:
+                continue
+            if cand[0] == "/":
+                top = cand[1:].split("/", 1)[0]
+                if not top or top in _SYSTEM_TOP:
+                    return arg
+            if ".." in cand and ".." in cand.split("/"):
+                return arg
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -704,7 +774,7 @@ _READONLY_OPTS: dict[str, _Opts] = {
         "filelimit timefmt sort charset gitfile infofile hintro houtro",
     ),
     "diff": _o(
-        "abBcdeEfiilnNpqrstTuwyZ", "DFIxXSW",
+        "abBcdeEfinNpqrstTuwyZ", "DFIxXSW",
         "normal brief report-identical-files context unified ed rcs side-by-side expand-tabs "
         "initial-tab suppress-common-lines show-c-function new-file unidirectional-new-file "
         "ignore-case ignore-file-name-case no-ignore-file-name-case ignore-tab-expansion "
@@ -788,16 +858,22 @@ _READONLY_OPTS: dict[str, _Opts] = {
               "bytes characters delimiter fields output-delimiter"),
     "sha256sum": _o("bctwz", "", "binary check tag text zero ignore-missing quiet status strict warn"),
     "printenv": _o("0", "", "null"),
+    "od": _o("bcdfilosvx", "AjNtwS", "output-duplicates traditional endian",
+             "address-radix skip-bytes read-bytes format strings width"),
+    "hexdump": _o("bcCdovx", "efns"),
+    "strings": _o("afw", "nteTo", "all print-file-name include-all-whitespace",
+                  "bytes radix encoding target output-separator unicode"),
+    "tac": _o("br", "s", "before regex", "separator"),
+    "rev": _o(),
     "nl": _o("p", "bdfhilnsvw",
              "no-renumber", "body-numbering section-delimiter footer-numbering header-numbering "
              "line-increment join-blank-lines number-format number-separator starting-line-number "
              "number-width"),
 }
-for _n in ("md5sum", "sha1sum", "sha224sum", "sha384sum", "sha512sum", "b2sum"):
-    _READONLY_OPTS[_n] = _READONLY_OPTS["sha256sum"]
-for _n in ("egrep", "fgrep"):
-    _READONLY_OPTS[_n] = _READONLY_OPTS["grep"]
-del _n
+_READONLY_OPTS.update(
+    dict.fromkeys(("md5sum", "sha1sum", "sha224sum", "sha384sum", "sha512sum", "b2sum"), _READONLY_OPTS["sha256sum"])
+)
+_READONLY_OPTS.update(dict.fromkeys(("egrep", "fgrep"), _READONLY_OPTS["grep"]))
 
 _READONLY_WHAT = "only reads (read-only list)"
 
@@ -938,6 +1014,7 @@ def _h_find(name: str, args: list[str]) -> _J:
 # ---------------------------------------------------------------------------
 
 _SED_SIMPLE = frozenset("=dDgGhHnNpPxzFlLqQ")
+_SED_READS = "reads another file"  # not a rejection: lowers allow to ask
 
 
 def _sed_script_problem(script: str) -> str | None:
@@ -1045,7 +1122,7 @@ def _sed_script_problem(script: str) -> str | None:
         if c in "aic":
             return None  # GNU one-liner text runs to the end of the script
         if c in "rR":
-            return None  # reads a file; the file name runs to the end of the script
+            return _SED_READS  # reads another file; its name runs to the end of the script
         if c == "#":
             return None
         if c == "v":
@@ -1054,6 +1131,32 @@ def _sed_script_problem(script: str) -> str | None:
             continue
         return f"unknown command {c!r}"
     return None
+
+
+_SED_LONG = (
+    "expression", "file", "in-place", "line-length", "quiet", "silent", "regexp-extended", "separate",
+    "unbuffered", "null-data", "zero-terminated", "posix", "debug", "sandbox", "follow-symlinks", "help",
+    "version", "binary",
+)
+_AWK_LONG = (
+    "source", "load", "file", "include", "exec", "field-separator", "assign", "version", "help", "posix",
+    "traditional", "characters-as-bytes", "sandbox", "re-interval", "lint", "bignum", "no-optimize",
+    "optimize", "dump-variables", "profile", "pretty-print", "debug", "gen-pot", "non-decimal-data",
+    "use-lc-numeric", "copyright", "csv",
+)
+_AWK_HARMLESS = frozenset(
+    "version help posix traditional characters-as-bytes sandbox re-interval lint bignum no-optimize "
+    "optimize non-decimal-data use-lc-numeric copyright csv".split()
+)
+
+
+def _prefix_matches(given: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The long options that ``--given`` may stand for (exact match wins)."""
+    if given in names:
+        return (given,)
+    if not given:
+        return ()
+    return tuple(n for n in names if n.startswith(given))
 
 
 def _h_sed(name: str, args: list[str]) -> _J:
@@ -1069,25 +1172,23 @@ def _h_sed(name: str, args: list[str]) -> _J:
             break
         if a.startswith("--"):
             nm, eq, val = a[2:].partition("=")
-            if "in-place".startswith(nm) and len(nm) >= 2:
-                in_place = True
-            elif nm in ("expression", "expressio", "expressi", "express", "expres", "expre", "expr", "exp", "ex"):
+            names = _prefix_matches(nm, _SED_LONG)  # getopt_long takes abbreviations
+            if "expression" in names:
                 if eq:
                     scripts.append(val)
                 elif i < n:
                     scripts.append(args[i])
                     i += 1
-            elif nm in ("file",):
+            elif "file" in names:
                 from_file = True
                 if not eq:
                     i += 1
-            elif nm in ("quiet", "silent", "regexp-extended", "separate", "unbuffered", "null-data",
-                        "posix", "debug", "sandbox", "follow-symlinks", "help", "version", "zero-terminated"):
-                continue
-            elif nm == "line-length":
+            elif "in-place" in names:
+                in_place = True
+            elif names == ("line-length",):
                 if not eq:
                     i += 1
-            else:
+            elif not names:
                 return _ask(f"`sed` with option `{a}`, which is not on the known option list")
             continue
         if len(a) > 1 and a[0] == "-":
@@ -1121,9 +1222,12 @@ def _h_sed(name: str, args: list[str]) -> _J:
         if not files:
             return _ask("`sed` without a script")
         scripts.append(files.pop(0))
+    reads = False
     for script in scripts:
         problem = _sed_script_problem(script)
-        if problem is not None:
+        if problem is _SED_READS:
+            reads = True
+        elif problem is not None:
             return _rej(
                 f"sed script {script!r} is not allowed: {problem}",
                 "use a plain substitution script (e.g. sed -n 's/a/b/p' FILE) and the edit_file tool "
@@ -1133,6 +1237,8 @@ def _h_sed(name: str, args: list[str]) -> _J:
         return _ask("`sed -i` edits files in place")
     if from_file:
         return _ask("`sed -f` runs a script file that was not inspected")
+    if reads:
+        return _ask("the sed script reads another file (`r` / `R`)")
     return _allow("`sed` only prints a transformed copy")
 
 
@@ -1152,20 +1258,18 @@ def _h_awk(name: str, args: list[str]) -> _J:
             break
         if a.startswith("--"):
             nm, eq, val = a[2:].partition("=")
-            if nm in ("source",):
+            names = _prefix_matches(nm, _AWK_LONG)  # gawk uses getopt_long: abbreviations work
+            if "load" in names:
+                return _rej("`awk --load` loads a shared library (native code)", H_SCRIPT)
+            if "source" in names:
                 programs.append(val if eq else (args[i] if i < n else ""))
                 i += 0 if eq else 1
-            elif nm in ("field-separator", "assign"):
-                i += 0 if eq else 1
-            elif nm in ("load",):
-                return _rej("`awk --load` loads a shared library (native code)", H_SCRIPT)
-            elif nm in ("file", "include", "exec"):
+            elif any(x in names for x in ("file", "include", "exec")):
                 from_file = True
                 i += 0 if eq else 1
-            elif nm in ("version", "help", "posix", "traditional", "characters-as-bytes", "sandbox",
-                        "re-interval", "lint", "bignum", "no-optimize", "optimize"):
-                continue
-            else:
+            elif any(x in names for x in ("field-separator", "assign")):
+                i += 0 if eq else 1
+            elif not names or not all(x in _AWK_HARMLESS for x in names):
                 return _ask(f"`{name}` with option `{a}`, which is not on the known read-only option list")
             continue
         if len(a) > 1 and a[0] == "-":
@@ -1204,6 +1308,8 @@ def _h_awk(name: str, args: list[str]) -> _J:
             )
     if from_file:
         return _ask(f"`{name} -f` runs a program file that was not inspected")
+    if any("getline" in prog for prog in programs):
+        return _ask(f"the `{name}` program reads other files with getline")
     return _allow(f"`{name}` program only reads and prints")
 
 
@@ -1881,7 +1987,7 @@ _GIT_OPTS["annotate"] = _GIT_OPTS["blame"]
 _GIT_READ_ANY = frozenset(
     "describe rev-list ls-tree show-ref for-each-ref merge-base name-rev count-objects range-diff "
     "version var check-ignore check-attr diff-tree diff-files diff-index show-branch cherry "
-    "check-ref-format verify-pack fsck grep".split()
+    "check-ref-format verify-pack grep cat-file".split()
 )
 _GIT_ASK = frozenset(
     "add commit checkout switch restore reset stash merge rebase cherry-pick revert tag mv rm init "
@@ -1891,8 +1997,18 @@ _GIT_ASK = frozenset(
     "submodule remote config branch citool gui maintenance rerere request-pull "
     "stripspace interpret-trailers column fmt-merge-msg multi-pack-index commit-graph "
     "unpack-objects pack-objects index-pack prune-packed merge-file merge-tree "
-    "show-index get-tar-commit-id backfill".split()
+    "show-index get-tar-commit-id backfill help verify-commit verify-tag diagnose bugreport refs".split()
 )
+_GIT_ASK_REASONS = {
+    "help": "may start a manual viewer or a web browser",
+    "verify-commit": "runs gpg to check signatures",
+    "verify-tag": "runs gpg to check signatures",
+    "fsck": "may write recovered objects (--lost-found)",
+    "diagnose": "writes a diagnostics archive",
+    "bugreport": "writes a report file",
+    "format-patch": "writes patch files",
+    "bisect": "moves HEAD between commits",
+}
 _GIT_NETWORK = frozenset("clone fetch pull push ls-remote archive".split())
 _GIT_REJECT = {
     "difftool": "runs a configured external diff program",
@@ -1920,6 +2036,8 @@ _GIT_REJECT = {
     "cvsserver": "is a server program",
     "cvsexportcommit": "talks to a CVS checkout",
     "quiltimport": "imports patches via external tools",
+    "merge-index": "runs a merge program for each file",
+    "merge-one-file": "is a helper script run by merge programs",
 }
 _GIT_INTERACTIVE = {
     "add": ("-i", "--interactive", "-p", "--patch", "-e", "--edit"),
@@ -2041,7 +2159,11 @@ def _h_git(name: str, args: list[str]) -> _J:
 def _git_sub(sub: str, rest: list[str]) -> _J:
     if sub in _GIT_REJECT:
         return _rej(f"`git {sub}` {_GIT_REJECT[sub]}", H_GIT_STD)
-    for opt in _GIT_INTERACTIVE.get(sub, ()):
+    interactive = _GIT_INTERACTIVE.get(sub, ())
+    if sub == "stash" and rest[:1] and rest[0] in ("show", "list", "pop", "apply", "drop", "branch", "clear",
+                                                    "create", "store"):
+        interactive = ()  # `stash show -p` prints a patch
+    for opt in interactive:
         for a in rest:
             if a == opt or (opt.startswith("--") and a.startswith(opt + "=")):
                 return _rej(
@@ -2122,7 +2244,7 @@ def _git_sub(sub: str, rest: list[str]) -> _J:
             return _ask(f"`git {sub}` may change remotes")
         return _allow(f"`git {sub}` only lists")
     if sub in _GIT_ASK or sub in _GIT_OPTS or sub in _GIT_READ_ANY:
-        return _ask(f"`git {sub}` changes the repository or working tree")
+        return _ask(f"`git {sub}` {_GIT_ASK_REASONS.get(sub, 'changes the repository or working tree')}")
     return _rej(
         f"unknown git subcommand `{sub}` (it could be an alias or a git-* program that runs anything)",
         H_GIT_STD,
