@@ -164,7 +164,24 @@ def command_env(workspace: str, home: str, tmpdir: str) -> dict[str, str]:
         # order with stderr (both go to one pipe).
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
+        # A repository's own .git/config can name programs that even a
+        # read-only `git status` would run (fsmonitor, hooks, pagers, ext::
+        # transports). Config from the environment outranks the repository's.
+        **_GIT_SAFE_CONFIG,
     }
+
+
+_GIT_SAFE_SETTINGS = {
+    "core.fsmonitor": "false",
+    "core.hooksPath": "/dev/null",
+    "core.pager": "cat",
+    "protocol.ext.allow": "never",
+    "credential.helper": "",
+}
+_GIT_SAFE_CONFIG = {"GIT_CONFIG_COUNT": str(len(_GIT_SAFE_SETTINGS))}
+for _i, (_key, _value) in enumerate(_GIT_SAFE_SETTINGS.items()):
+    _GIT_SAFE_CONFIG[f"GIT_CONFIG_KEY_{_i}"] = _key
+    _GIT_SAFE_CONFIG[f"GIT_CONFIG_VALUE_{_i}"] = _value
 
 
 def resolve_program(program: str, path: str, cwd: str) -> str | None:

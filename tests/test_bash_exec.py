@@ -565,3 +565,18 @@ async def test_artifacts_are_never_written_through_a_symlink(workspace: Path, tm
     assert out.dropped_lines > 0 and out.artifact is None
     assert "could not be saved" in out.output and "symbolic link" in out.output
     assert list(elsewhere.iterdir()) == []
+
+
+async def test_repository_config_cannot_make_git_status_run_a_program(workspace: Path) -> None:
+    """`git status` is read-only by the validator's rules, but a repository's
+    own config could name an fsmonitor program; the environment overrides it."""
+    init = await execute(["git", "init", "-q"], workspace, 20, sandbox="off")
+    assert init.exit_code == 0, init.output
+    marker = workspace / "pwned"
+    (workspace / "evil.sh").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (workspace / "evil.sh").chmod(0o755)
+    with open(workspace / ".git" / "config", "a") as fh:
+        fh.write(f"[core]\n\tfsmonitor = {workspace / 'evil.sh'}\n")
+    status = await execute(["git", "status", "--short"], workspace, 20, sandbox="off")
+    assert status.exit_code == 0, status.output
+    assert not marker.exists()
