@@ -24,6 +24,7 @@ from core.tool_specs import TOOLS, ToolArgs
 # No result may come near Temporal's 2 MiB payload limit; tens of kB is what a
 # model can use anyway. What is cut goes to the artifacts folder.
 MAX_OUTPUT_CHARS = 40_000
+HARD_OUTPUT_CHARS = 256_000
 
 A = TypeVar("A", bound=ToolArgs)
 SyncTool = Callable[[ToolRequest, A], ToolResult]
@@ -95,6 +96,12 @@ async def run_tool(
     finally:
         if heartbeat is not None:
             heartbeat.cancel()
+    if len(result.output) > HARD_OUTPUT_CHARS:
+        # Tools bound their own output; this is the backstop that keeps any
+        # result (local activities included, whose oversized result would wedge
+        # the workflow task) far below Temporal's 2 MiB payload limit.
+        result.output, extra = bound_output(result.output, request, "output", HARD_OUTPUT_CHARS)
+        result.metadata.update(extra)
     result.tool_call_id = request.call_id
     result.name = request.tool
     result.elapsed_ms = round((time.monotonic() - started) * 1000, 3)

@@ -320,3 +320,38 @@ async def test_worker_default_policy_applies_when_the_turn_names_none(
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace), default_policy=Policy(mode="auto")):
         result = await run_turn(client, turn)
     assert result.status == TurnStatus.COMPLETED and (workspace / "x.txt").read_text() == "x"
+
+
+async def test_oversized_result_is_an_error_naming_the_tool_and_not_retried(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    attempts: list[int] = []
+
+    @activity.defn(name="glob")
+    async def huge_glob(request: ToolRequest) -> ToolResult:
+        attempts.append(activity.info().attempt)
+        return ToolResult.ok(request.call_id, "glob", "x" * (3 * 1024 * 1024))
+
+    turn = turn_input(workspace, task_queue, [call(0, "glob", pattern="**")], options=TurnOptions(execution="remote"))
+    async with Worker(client, task_queue=task_queue, workflows=[AgentTurnWorkflow], activities=[huge_glob]):
+        result = await run_turn(client, turn)
+    [only] = result.results
+    assert only.is_error and only.metadata["failure"] == "payload_too_large"
+    assert only.output.startswith("The glob result was too large to pass back through Temporal")
+    assert attempts == [1]
+
+
+async def test_tool_wrapper_bounds_any_oversized_output(workspace: Path) -> None:
+    """The backstop in activities.base: whatever a tool returns, the result
+    stays small and the rest is saved as an artifact."""
+    from activities.base import HARD_OUTPUT_CHARS, run_tool
+
+    def chatty(request: ToolRequest, args: object) -> ToolResult:
+        return ToolResult.ok(request.call_id, "glob", "line\n" * 200_000)
+
+    request = ToolRequest(call_id="c1", tool="glob", workspace_root=str(workspace), arguments={"pattern": "*"})
+    result = await run_tool(request, chatty, in_thread=True)
+    assert len(result.output) < HARD_OUTPUT_CHARS + 500
+    saved = workspace / result.metadata["full_output"]
+    assert saved.read_text() == "line\n" * 200_000
+    assert "full output saved to .agent-artifacts/" in result.output
