@@ -45,9 +45,12 @@ HEARTBEAT_EVERY_S = 2.0
 
 
 async def _heartbeat_forever() -> None:
+    # First beat after one interval, not at once: a tool that finishes in
+    # under 2 s then costs the server no heartbeat write at all, and a dead
+    # worker is still noticed within the heartbeat timeout.
     while True:
-        activity.heartbeat()
         await asyncio.sleep(HEARTBEAT_EVERY_S)
+        activity.heartbeat()
 
 
 def _check_root(request: ToolRequest, allowed_root: str | None) -> ToolResult | None:
