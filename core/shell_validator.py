@@ -58,8 +58,10 @@ Decisions where the issue left room (each one is also asserted by the tests):
   the workspace lower it to ``ask``. ``git clean`` without ``-n`` is rejected as destructive; interactive
   modes (``add -p``, ``rebase -i``, ``commit -e`` ...) are rejected (no terminal).
   Note: git may still run programs configured in the repository's own
-  ``.git/config`` / ``.gitattributes`` (``diff.external``, textconv, fsmonitor,
-  hooks); that is the OS sandbox's job, not something text validation can see.
+  ``.git/config`` / ``.gitattributes``, which text validation cannot see. The
+  executor overrides the dangerous ones from the environment (fsmonitor,
+  hooks, pager, ``ext::``; activities/bash.py); the rest (``diff.external``,
+  textconv) is the OS sandbox's job.
 * ``git config``: reading is allowed; setting a key is ``ask`` only for a list
   of plain preference keys, any other key is rejected (``alias.*``,
   ``core.pager``, ``core.sshCommand``, ``core.hooksPath``, filters ... run
