@@ -133,7 +133,7 @@ async def test_reject_by_update_denies_every_call(client: Client, workspace: Pat
 
 
 async def test_signals_wrong_digest_ignored_right_digest_continues(
-    client: Client, workspace: Path, task_queue: str
+    client: Client, workspace: Path, task_queue: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     write_app(workspace)
     turn = make_turn(workspace, task_queue, risky_batch())
@@ -144,6 +144,10 @@ async def test_signals_wrong_digest_ignored_right_digest_continues(
         await asyncio.sleep(0.5)
         still = await handle.query(AgentTurnWorkflow.status, result_type=TurnProgress)
         assert still.status == TurnStatus.PAUSED and still.decision is None
+        assert any(
+            "ignored approve signal" in r.getMessage() and "'stale' does not match" in r.getMessage()
+            for r in caplog.records
+        ), [r.getMessage() for r in caplog.records]
         # paused turns are found through visibility (the memo)
         for _ in range(50):
             if turn.turn_id in [t["turn_id"] for t in await paused_turns(client)]:
@@ -248,3 +252,20 @@ async def test_a_decision_before_the_timeout_wins(skipping_env: WorkflowEnvironm
         )
         result = await handle.result()
     assert result.status == TurnStatus.COMPLETED and result.decision.approver == "late-but-ok"  # type: ignore[union-attr]
+
+
+async def test_reject_by_signal(client: Client, workspace: Path, task_queue: str) -> None:
+    write_app(workspace)
+    turn = make_turn(workspace, task_queue, risky_batch())
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await start(client, turn)
+        progress = await wait_paused(handle)
+        await handle.signal(
+            AgentTurnWorkflow.reject,
+            # `approve: true` in the body does not turn a reject signal into an approval
+            ApprovalDecision(batch_digest=progress.batch_digest, approve=True, approver="sam", reason="no"),
+        )
+        result = await handle.result()
+    assert result.status == TurnStatus.REJECTED
+    assert result.decision is not None and (result.decision.approve, result.decision.via) == (False, "signal")
+    assert all(r.output == "Denied by sam: no. This call was not run." for r in result.results)
