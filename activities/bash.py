@@ -247,7 +247,29 @@ def _hide_args(workspace: str) -> list[str]:
     return args
 
 
-def bwrap_argv(bwrap: str, workspace: str, argv: Sequence[str]) -> list[str]:
+def _tmp_program_binds(workspace: str, argv: Sequence[str], path_env: str) -> list[str]:
+    """The sandbox gets a private, empty /tmp. A program that lives under the
+    host's /tmp (a virtualenv in a checkout under /tmp, say) would vanish, so
+    bind its folder back read-only: the whole virtualenv when it is one."""
+    candidates = [os.path.dirname(argv[0])] if argv and os.path.isabs(argv[0]) else []
+    candidates += [p for p in path_env.split(os.pathsep) if os.path.isabs(p)]
+    ws = os.path.realpath(workspace).rstrip("/") + "/"
+    binds: list[str] = []
+    for folder in candidates:
+        if not (folder == "/tmp" or folder.startswith("/tmp/")) or not os.path.isdir(folder):
+            continue
+        root = folder
+        parent = os.path.dirname(folder)
+        if os.path.isfile(os.path.join(parent, "pyvenv.cfg")):
+            root = parent  # bin/ of a venv: the venv needs its pyvenv.cfg and lib/
+        if (root.rstrip("/") + "/").startswith(ws) or ws.startswith(root.rstrip("/") + "/"):
+            continue  # the workspace bind covers it (or it would cover the workspace)
+        if root not in binds:
+            binds.append(root)
+    return [arg for root in binds for arg in ("--ro-bind", root, root)]
+
+
+def bwrap_argv(bwrap: str, workspace: str, argv: Sequence[str], path_env: str = "") -> list[str]:
     return [
         bwrap,
         "--die-with-parent",  # worker (or bwrap) dies -> the whole sandbox dies
@@ -263,6 +285,7 @@ def bwrap_argv(bwrap: str, workspace: str, argv: Sequence[str]) -> list[str]:
         "--proc", "/proc",
         "--tmpfs", "/tmp",
         *_hide_args(workspace),
+        *_tmp_program_binds(workspace, argv, path_env),
         "--dir", SANDBOX_HOME,
         "--bind", workspace, workspace,  # after --tmpfs /tmp: a workspace under /tmp stays visible
         "--chdir", workspace,
@@ -923,7 +946,7 @@ async def execute(
             collector.feed(data)
             sink.write(data)
 
-        full_argv = bwrap_argv(bwrap, workspace, argv) if bwrap else list(argv)
+        full_argv = bwrap_argv(bwrap, workspace, argv, env["PATH"]) if bwrap else list(argv)
         limits = _rlimits(memory_bytes, file_bytes, int(timeout_s) + CPU_MARGIN_S)
         loop = asyncio.get_running_loop()
         try:

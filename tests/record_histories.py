@@ -10,12 +10,10 @@ versioned change to the workflow; the replay test fails on accidental ones.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -25,16 +23,13 @@ from activities.binaries import find_binary
 from core.contracts import ApprovalDecision, Policy, ToolCall, TurnInput, TurnOptions, TurnProgress, TurnResult, TurnStatus, Workspace
 from worker import build_worker
 from workflows.turn import AgentTurnWorkflow
+from tests.support import call
 
 HISTORIES = Path(__file__).parent / "histories"
 # Scenarios recorded with local activities (the rest use regular ones), so
 # replay covers both kinds of command.
 LOCAL = {"safe_only", "read_after_write", "paused_then_approved"}
 QUEUE = "record-histories"
-
-
-def call(i: int, name: str, **args: object) -> ToolCall:
-    return ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))
 
 
 SCENARIOS: dict[str, tuple[list[ToolCall], Policy]] = {

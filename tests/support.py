@@ -3,6 +3,7 @@ workflow, so tool tests exercise serialization and the activity boundary."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 from typing import Any, Callable
@@ -12,7 +13,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
-    from core.contracts import ToolRequest, ToolResult
+    from core.contracts import ToolCall, ToolRequest, ToolResult
 
 
 @workflow.defn
@@ -39,3 +40,8 @@ async def run_tool_on_server(
             task_queue=task_queue,
             result_type=ToolResult,
         )
+
+
+def call(i: int, name: str, **args: object) -> ToolCall:
+    """A tool call as a model would send it (OpenAI style: JSON-string arguments)."""
+    return ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))

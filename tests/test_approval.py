@@ -33,10 +33,7 @@ from core.contracts import (
 from tests.processes import server_address
 from worker import build_worker
 from workflows.turn import AgentTurnWorkflow
-
-
-def call(i: int, name: str, **args: object) -> ToolCall:
-    return ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))
+from tests.support import call
 
 
 def risky_batch() -> list[ToolCall]:

@@ -12,6 +12,7 @@ import os
 import random
 import resource
 import sys
+import shutil
 import tempfile
 import time
 import tracemalloc
@@ -580,3 +581,24 @@ async def test_repository_config_cannot_make_git_status_run_a_program(workspace:
     status = await execute(["git", "status", "--short"], workspace, 20, sandbox="off")
     assert status.exit_code == 0, status.output
     assert not marker.exists()
+
+
+async def test_program_in_a_venv_under_tmp_still_runs_in_the_sandbox(workspace: Path) -> None:
+    """The sandbox's /tmp is private and empty; a program that lives in a
+    virtualenv under the host's /tmp (a checkout in /tmp) is bound back."""
+    await _require_bwrap()
+    venv = Path(tempfile.mkdtemp(prefix="agent-venv-", dir="/tmp"))
+    try:
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (venv / "bin").mkdir()
+        tool = venv / "bin" / "hello-tool"
+        tool.write_text("#!/bin/sh\necho hello from the venv\n")
+        tool.chmod(0o755)
+        out = await execute([str(tool)], workspace, 10, sandbox="auto")
+        assert out.sandbox == "bwrap"
+        assert out.exit_code == 0 and out.output.strip() == "hello from the venv", out.output
+        # ...but read-only: the command cannot change it.
+        touched = await execute(["touch", str(venv / "bin" / "x")], workspace, 10, sandbox="auto")
+        assert touched.exit_code != 0 and not (venv / "bin" / "x").exists()
+    finally:
+        shutil.rmtree(venv)

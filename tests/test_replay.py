@@ -3,8 +3,6 @@ a non-deterministic change is caught."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from temporalio import workflow
 from temporalio.client import WorkflowHistory

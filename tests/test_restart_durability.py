@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from pathlib import Path
 
-from core.contracts import ApprovalDecision, Policy, ToolCall, ToolStatus, TurnInput, TurnProgress, TurnResult, TurnStatus, Workspace
+from core.contracts import ApprovalDecision, Policy, ToolStatus, TurnInput, TurnProgress, TurnResult, TurnStatus, Workspace
 from runtime.connection import connect
 from runtime.devserver import DevServer, free_port
 from tests.processes import WorkerProcess
 from workflows.turn import AgentTurnWorkflow
-
-
-def call(i: int, name: str, **args: object) -> ToolCall:
-    return ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))
+from tests.support import call
 
 
 async def test_pause_survives_killing_worker_and_server(workspace: Path, tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ snapshots, routing and status."""
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from pathlib import Path
 
@@ -29,10 +28,7 @@ from core.contracts import (
 )
 from worker import build_worker
 from workflows.turn import AgentTurnWorkflow
-
-
-def call(i: int, name: str, **args: object) -> ToolCall:
-    return ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))
+from tests.support import call
 
 
 def turn_input(workspace: Path, task_queue: str, calls: list[ToolCall], **kw: object) -> TurnInput:

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from pathlib import Path
 
 from temporalio.client import Client
 
-from core.contracts import Policy, ToolCall, ToolStatus, TurnInput, TurnResult, TurnStatus, Workspace
+from core.contracts import Policy, ToolStatus, TurnInput, TurnResult, TurnStatus, Workspace
 from tests.processes import WorkerProcess, server_address
 from workflows.turn import AgentTurnWorkflow
-
-
-def call(i: int, name: str, **args: object) -> ToolCall:
-    return ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))
+from tests.support import call
 
 
 async def test_worker_killed_mid_batch(client: Client, workspace: Path, task_queue: str, tmp_path: Path) -> None:

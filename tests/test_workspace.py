@@ -10,7 +10,6 @@ with anything else.
 from __future__ import annotations
 
 import os
-import string
 from pathlib import Path
 
 import pytest
