@@ -22,7 +22,7 @@ from core.arguments import parse_tool_arguments
 from core.contracts import PendingCall, Policy, ToolCall, ToolResult, ToolStatus
 from core.policy import RiskDecision, decide_risk
 from core.shell_validator import Verdict, validate_command
-from core.tool_specs import BASH, TOOLS, BashArgs, ToolArgs
+from core.tool_specs import TOOLS, BashArgs, ToolArgs
 
 
 # Keeps every activity input well under Temporal's 2 MiB payload limit (the

@@ -24,7 +24,6 @@ with workflow.unsafe.imports_passed_through():
         Snapshot,
         ToolRequest,
         ToolResult,
-        ToolStatus,
         TurnInput,
         TurnProgress,
         TurnResult,
