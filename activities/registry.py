@@ -11,9 +11,8 @@ from activities.bash import run_bash
 from activities.files import edit_file, read_file, write_file
 from activities.search import glob_files, grep
 from core.contracts import Policy
+from core.policy import DEFAULT_POLICY_ACTIVITY
 from core.tool_specs import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, TOOLS, WRITE_FILE
-
-DEFAULT_POLICY_ACTIVITY = "default_policy"
 
 
 def build_activities(

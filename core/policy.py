@@ -19,6 +19,10 @@ from core.shell_validator import Verdict
 from core.tool_specs import BASH, TOOLS
 
 Action = Literal["allow", "ask", "deny"]
+
+# Activity type through which a turn without a policy asks the worker for its
+# default (recorded in history, so replay decides the same way).
+DEFAULT_POLICY_ACTIVITY = "default_policy"
 _PRECEDENCE: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 

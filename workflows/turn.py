@@ -46,11 +46,11 @@ with workflow.unsafe.imports_passed_through():
         prepare_batch,
         snapshot_key,
     )
+    from core.policy import DEFAULT_POLICY_ACTIVITY
     from core.tool_specs import BASH, EDIT_FILE, WRITE_FILE
     from workflows.activity_options import LOCAL_START_TO_CLOSE, options_for
 
 WORKFLOW_NAME = "AgentTurnWorkflow"
-DEFAULT_POLICY_ACTIVITY = "default_policy"
 
 
 def _describe_infrastructure_failure(prepared: PreparedCall, err: BaseException) -> ToolResult:
