@@ -32,6 +32,7 @@ from activities.bash_settings import (  # noqa: F401 - re-exported
     MAX_PROCS_ENV,
     MEMORY_ENV,
     SANDBOX_ENV,
+    TOTAL_MEMORY_ENV,
     BadSetting,
     sandbox_mode,
 )
@@ -41,8 +42,16 @@ from activities.process import ExecOutcome, execute
 from activities.sandbox import SandboxUnavailable, bwrap_argv, bwrap_path, sandbox_status  # noqa: F401
 from activities.workspace import workspace_root
 from core.contracts import ToolRequest, ToolResult
-from core.shell_validator import validate_command
 from core.tool_specs import BASH, MAX_BASH_TIMEOUT_S, BashArgs
+
+try:  # the workspace-aware validator (realpaths, repository-configured toolchains)
+    from activities.command_facts import validate_in_workspace as _validate
+except ImportError:  # not on this branch yet: the pure validator
+    from core.shell_validator import validate_command
+
+    def _validate(command: str, workspace_root: str):  # type: ignore[no-untyped-def]
+        return validate_command(command)
+
 
 def _heartbeat(details: dict[str, Any]) -> None:
     if activity.in_activity() and not activity.info().is_local:
@@ -73,6 +82,22 @@ def _describe_exit(outcome: ExecOutcome) -> str:
     return f"exit code {code} (perhaps signal {sig.name}" + (f": {hint})" if hint else ")")
 
 
+WRITE_BLOCKED_NOTE = (
+    "[This command was judged read-only, so it ran with the workspace mounted read-only, and it tried to "
+    "write: its output reports 'Read-only file system'. Nothing in the workspace was changed. If it must "
+    "write, that is a different command: say so, and it will be judged (and approved) as one.]"
+)
+
+
+def _memory_note(outcome: ExecOutcome) -> str:
+    limit = outcome.limits.get("total_memory_bytes", "")
+    size = f"{int(limit) >> 20} MiB" if limit.isdigit() else limit
+    return (
+        f"[The command reached its memory limit ({size} for all its processes together, "
+        "including files in its /tmp) and the kernel stopped it.]"
+    )
+
+
 def _timeout_message(timeout_s: int) -> str:
     return (
         f"[Command killed after {timeout_s} s: it did not finish within timeout_seconds={timeout_s}. "
@@ -83,7 +108,9 @@ def _timeout_message(timeout_s: int) -> str:
 
 
 async def run_bash(request: ToolRequest, args: BashArgs) -> ToolResult:
-    verdict = validate_command(args.command)
+    root = str(workspace_root(request.workspace_root))
+    # Re-validated here with this build's rules, whatever the planner decided.
+    verdict = _validate(args.command, root)
     meta: dict[str, str] = {"verdict": verdict.verdict}
     if verdict.program:
         meta["program"] = verdict.program
@@ -98,12 +125,15 @@ async def run_bash(request: ToolRequest, args: BashArgs) -> ToolResult:
             request.call_id, BASH, "Command rejected, nothing was run: the validator found no program to run",
             metadata=meta,
         )
-    root = str(workspace_root(request.workspace_root))
+    # Defence in depth: a command judged read-only gets a read-only workspace,
+    # so a wrong `allow` (a program option we misjudged) costs at most a read.
+    read_only = verdict.verdict == "allow"
     try:
         outcome = await execute(
             argv,
             root,
             args.timeout_seconds,
+            read_only=read_only,
             artifact_root=root,
             call_id=request.call_id,
             on_heartbeat=_heartbeat,
@@ -132,7 +162,15 @@ async def run_bash(request: ToolRequest, args: BashArgs) -> ToolResult:
         dropped_lines=str(outcome.dropped_lines),
         total_lines=str(outcome.total_lines),
         timed_out="true" if outcome.timed_out else "false",
+        workspace_access=outcome.workspace_access,
+        memory_cap=outcome.memory_cap,
     )
+    if outcome.memory_cap_reason:
+        meta["memory_cap_reason"] = outcome.memory_cap_reason
+    if outcome.memory_limit_hit:
+        meta["memory_limit_hit"] = "true"
+    if outcome.write_blocked:
+        meta["write_blocked"] = "true"
     if outcome.sandbox_reason:
         meta["sandbox_reason"] = outcome.sandbox_reason
     if outcome.process_cap_reason:
@@ -145,6 +183,10 @@ async def run_bash(request: ToolRequest, args: BashArgs) -> ToolResult:
     if outcome.spawn_error:
         return ToolResult.error(request.call_id, BASH, outcome.spawn_error, metadata=meta)
     output = outcome.output
+    if outcome.write_blocked:
+        output = (output + "\n\n" if output else "") + WRITE_BLOCKED_NOTE
+    if outcome.memory_limit_hit:
+        output = (output + "\n\n" if output else "") + _memory_note(outcome)
     if outcome.timed_out:
         return ToolResult.error(
             request.call_id, BASH, (output + "\n\n" if output else "") + _timeout_message(args.timeout_seconds),

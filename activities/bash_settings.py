@@ -11,10 +11,12 @@ BWRAP_ENV = "AGENT_TOOLS_BWRAP"
 MEMORY_ENV = "AGENT_TOOLS_BASH_MEMORY_MB"
 FILE_SIZE_ENV = "AGENT_TOOLS_BASH_FILE_MB"
 MAX_PROCS_ENV = "AGENT_TOOLS_BASH_MAX_PROCS"
+TOTAL_MEMORY_ENV = "AGENT_TOOLS_BASH_TOTAL_MEMORY_MB"  # memory cgroup: all the command's processes together
 
 DEFAULT_MEMORY_BYTES = 4 << 30
 DEFAULT_FILE_BYTES = 1 << 30
 DEFAULT_MAX_PROCS = 512
+DEFAULT_TOTAL_MEMORY_BYTES = 4 << 30
 CPU_MARGIN_S = 15  # RLIMIT_CPU = timeout + margin: the wall-clock timeout normally fires first
 
 DRAIN_S = 2.0  # after the process exits or is killed, wait at most this long for EOF

@@ -9,6 +9,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from activities.artifacts import prune_artifacts
 from activities.workspace import ARTIFACTS_DIR, artifacts_path
 
 HEAD_LINES = 100
@@ -16,7 +17,9 @@ TAIL_LINES = 2000
 LINE_MAX_BYTES = 2000
 HEAD_MAX_BYTES = 8_000
 TAIL_MAX_BYTES = 30_000  # head + tail + notices stay under ~40 kB whatever is printed
-ARTIFACT_MAX_BYTES = 64 << 20
+# The full output of one call is capped: `cat /dev/zero` must not leave 64 MiB per call
+# (activities.artifacts bounds the folder as a whole).
+ARTIFACT_MAX_BYTES = 8 << 20
 SPOOL_BYTES = 1 << 20  # output kept in memory before the artifact file is opened
 
 
@@ -251,6 +254,8 @@ class ArtifactSink:
         if not needed and self.path is not None:
             self.path.unlink(missing_ok=True)
             self.path, self.rel = None, None
+        if self.rel is not None and self.root is not None:
+            prune_artifacts(self.root, keep=self.rel)
 
     def note(self) -> str:
         if self.rel is None:

@@ -11,6 +11,7 @@ bubblewrap is the physical fence (activities.sandbox)."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import os
 import resource
@@ -33,12 +34,24 @@ from activities.bash_settings import (
     HEARTBEAT_EVERY_S,
     MAX_PROCS_ENV,
     MEMORY_ENV,
+    TOTAL_MEMORY_ENV,
+    DEFAULT_TOTAL_MEMORY_BYTES,
     int_setting,
 )
-from activities.cgroup import Cgroup, cgroup_base
+from activities.cgroup import Cgroup, CgroupBase, cgroup_base
 from activities.command_env import SANDBOX_HOME, command_env, resolve_program
 from activities.output import ARTIFACT_MAX_BYTES, ArtifactSink, OutputCollector
-from activities.sandbox import bwrap_argv, sandbox_status
+from activities.sandbox import (
+    DEFAULT_SHM_BYTES,
+    DEFAULT_TMP_BYTES,
+    SHM_SIZE_ENV,
+    TMP_SIZE_ENV,
+    sandbox_argv,
+    sandbox_status,
+)
+
+# strerror(EROFS): what a program prints when the read-only workspace refuses a write.
+EROFS_TEXT = os.strerror(errno.EROFS).encode()
 
 
 # --- rlimits -----------------------------------------------------------------------
@@ -63,15 +76,63 @@ def rlimits(memory_bytes: int, file_bytes: int, cpu_s: int) -> list[tuple[int, t
     return limits
 
 
-def preexec_for(limits: list[tuple[int, tuple[int, int]]], procs_fd: int | None) -> Callable[[], None]:
+def preexec_for(limits: list[tuple[int, tuple[int, int]]], procs_fds: Sequence[int]) -> Callable[[], None]:
     # Runs in the child between fork and exec: keep it tiny (no locks, no imports).
     def preexec() -> None:
-        if procs_fd is not None:
-            os.write(procs_fd, b"0")  # "0" = the writing process: join the cgroup before exec
+        for fd in procs_fds:
+            os.write(fd, b"0")  # "0" = the writing process: join the cgroup before exec
         for res, lim in limits:
             resource.setrlimit(res, lim)
 
     return preexec
+
+
+class _Watch:
+    """Whether ``needle`` occurs anywhere in a byte stream fed in chunks."""
+
+    def __init__(self, needle: bytes) -> None:
+        self.needle, self.carry, self.seen = needle, b"", False
+
+    def feed(self, data: bytes) -> None:
+        if self.seen:
+            return
+        keep = len(self.needle) - 1
+        self.seen = self.needle in self.carry + data[:keep] or self.needle in data
+        self.carry = (self.carry + data[-keep:])[-keep:]
+
+
+# --- the cgroups ------------------------------------------------------------------
+
+
+async def _make_cgroup(outcome: "ExecOutcome", max_procs: int, memory: int) -> Cgroup | None:
+    """The command's cgroups (process cap, memory limit), recording in
+    ``outcome`` which ones it got and why not."""
+    bases: dict[str, CgroupBase] = {}
+    reasons: dict[str, str] = {}
+    for controller, wanted, setting in (("pids", max_procs, MAX_PROCS_ENV), ("memory", memory, TOTAL_MEMORY_ENV)):
+        if not wanted:
+            reasons[controller] = f"disabled ({setting}=0)"
+            continue
+        base, reason = await cgroup_base(controller)
+        if base is None:
+            reasons[controller] = reason
+        else:
+            bases[controller] = base
+    cgroup = None
+    if bases:
+        try:
+            cgroup = Cgroup(bases, max_procs, memory)
+        except OSError as exc:
+            for controller, base in bases.items():
+                reasons[controller] = f"cannot create a cgroup under {base.path}: {exc.strerror or exc}"
+            bases = {}
+    if "pids" in bases:
+        outcome.process_cap = bases["pids"].kind
+    if "memory" in bases:
+        outcome.memory_cap = bases["memory"].kind
+    outcome.process_cap_reason = reasons.get("pids", "")
+    outcome.memory_cap_reason = reasons.get("memory", "")
+    return cgroup
 
 
 # --- running one command -------------------------------------------------------------
@@ -95,6 +156,11 @@ class ExecOutcome:
     sandbox_reason: str = ""
     process_cap: str = "none"  # "cgroup-v2" | "cgroup-v1" | "none"
     process_cap_reason: str = ""
+    memory_cap: str = "none"  # "cgroup-v2" | "cgroup-v1" | "none": the whole command's memory limit
+    memory_cap_reason: str = ""
+    memory_limit_hit: bool = False  # the kernel killed or refused at that limit
+    workspace_access: str = "read-write"  # "read-write" | "read-only" (sandbox) | "read-write (no sandbox)"
+    write_blocked: bool = False  # read-only workspace, and the output shows a write refused (EROFS)
     limits: dict[str, str] = field(default_factory=dict)
 
 
@@ -145,6 +211,12 @@ async def execute(
     memory_bytes: int | None = None,
     file_bytes: int | None = None,
     max_procs: int | None = None,
+    total_memory_bytes: int | None = None,
+    read_only: bool = False,
+    workdir: str | None = None,
+    programs: Sequence[str] | None = None,
+    pass_fds: Sequence[int] = (),
+    bind_source: str | None = None,
     artifact_root: str | os.PathLike[str] | None = None,
     call_id: str = "bash",
     artifact_max_bytes: int = ARTIFACT_MAX_BYTES,
@@ -152,28 +224,47 @@ async def execute(
     on_heartbeat: Callable[[dict[str, Any]], None] | None = None,
     heartbeat_every_s: float = HEARTBEAT_EVERY_S,
 ) -> ExecOutcome:
-    """Run ``argv`` (no shell) in ``cwd`` behind the resource and physical fences.
+    """Run ``argv`` (no shell) behind the resource and physical fences.
 
+    ``cwd`` is the workspace root; ``workdir`` an absolute folder inside it to
+    run in (default: the root). ``read_only`` mounts the workspace read-only
+    in the sandbox (a command judged read-only). ``programs``: absolute paths
+    of every program the command runs (default: ``argv[0]`` resolved on PATH),
+    so that the sandbox shows their folders. ``pass_fds`` stay open in the
+    child (redirections the executor opened). ``bind_source`` is the host
+    folder bound at the workspace's path (default: the workspace itself).
     ``sandbox`` is auto|required|off (None: AGENT_TOOLS_SANDBOX); the limits
-    default to their settings (0 = none). ``cwd`` is the writable workspace.
-    Raises SandboxUnavailable (sandbox required but not working) and
-    BadSetting; a command that cannot start is an outcome with spawn_error.
-    Cancelling the awaiting task kills everything the command started."""
+    default to their settings (0 = none). Raises SandboxUnavailable (sandbox
+    required but not working) and BadSetting; a command that cannot start is
+    an outcome with spawn_error. Cancelling the awaiting task kills
+    everything the command started."""
     if not argv:
         raise ValueError("empty argv")
     started = time.monotonic()
     workspace = str(Path(cwd).resolve())
+    run_in = workdir or workspace
     memory_bytes = int_setting(MEMORY_ENV, DEFAULT_MEMORY_BYTES, 1 << 20) if memory_bytes is None else memory_bytes
     file_bytes = int_setting(FILE_SIZE_ENV, DEFAULT_FILE_BYTES, 1 << 20) if file_bytes is None else file_bytes
     max_procs = int_setting(MAX_PROCS_ENV, DEFAULT_MAX_PROCS) if max_procs is None else max_procs
+    if total_memory_bytes is None:
+        total_memory_bytes = int_setting(TOTAL_MEMORY_ENV, DEFAULT_TOTAL_MEMORY_BYTES, 1 << 20)
+    tmp_bytes = int_setting(TMP_SIZE_ENV, DEFAULT_TMP_BYTES, 1 << 20)
+    shm_bytes = int_setting(SHM_SIZE_ENV, DEFAULT_SHM_BYTES, 1 << 20)
     box, box_reason, bwrap = await sandbox_status(sandbox)
 
     outcome = ExecOutcome(exit_code=None, output="", duration_s=0.0, sandbox=box, sandbox_reason=box_reason)
     outcome.limits = {
         "memory_bytes": str(memory_bytes or "unlimited"),
+        "total_memory_bytes": str(total_memory_bytes or "unlimited"),
         "file_bytes": str(file_bytes or "unlimited"),
         "max_procs": str(max_procs or "unlimited"),
     }
+    if box == "bwrap":
+        outcome.limits.update(tmp_bytes=str(tmp_bytes or "tmpfs default"), shm_bytes=str(shm_bytes or "tmpfs default"))
+        outcome.workspace_access = "read-only" if read_only else "read-write"
+    else:
+        # Without the sandbox nothing can make the workspace read-only: say so.
+        outcome.workspace_access = "read-write (no sandbox)"
 
     # A throwaway HOME and TMPDIR: dotfiles and caches stay out of the workspace.
     scratch = tempfile.mkdtemp(prefix="agent-bash-")
@@ -186,19 +277,10 @@ async def execute(
 
     cgroup: Cgroup | None = None
     try:
-        if max_procs:
-            base, cap_reason = await cgroup_base()
-            if base is not None:
-                try:
-                    cgroup = Cgroup(base, max_procs)
-                    outcome.process_cap = base.kind
-                except OSError as exc:
-                    cap_reason = f"cannot create a cgroup under {base.path}: {exc.strerror or exc}"
-            outcome.process_cap_reason = cap_reason if cgroup is None else ""
-        else:
-            outcome.process_cap_reason = f"disabled ({MAX_PROCS_ENV}=0)"
+        cgroup = await _make_cgroup(outcome, max_procs, total_memory_bytes)
 
-        if resolve_program(argv[0], env["PATH"], workspace) is None:
+        program = resolve_program(argv[0], env["PATH"], run_in)
+        if program is None:
             outcome.exit_code = 127
             outcome.spawn_error = (
                 f"command not found: {argv[0]!r} (not an executable file"
@@ -212,11 +294,21 @@ async def execute(
             str(artifact_root) if artifact_root is not None else None, call_id, artifact_max_bytes
         )
 
+        erofs = _Watch(EROFS_TEXT)
+
         def on_data(data: bytes) -> None:
             collector.feed(data)
             sink.write(data)
+            erofs.feed(data)
 
-        full_argv = bwrap_argv(bwrap, workspace, argv, env["PATH"]) if bwrap else list(argv)
+        if bwrap:
+            full_argv = sandbox_argv(
+                bwrap, argv, workspace=workspace, bind_source=bind_source, writable=not read_only,
+                programs=[os.path.abspath(program), *(programs or ())], cwd=run_in,
+                tmp_bytes=tmp_bytes, shm_bytes=shm_bytes,
+            )
+        else:
+            full_argv = list(argv)
         limits = rlimits(memory_bytes, file_bytes, int(timeout_s) + CPU_MARGIN_S)
         loop = asyncio.get_running_loop()
         try:
@@ -226,11 +318,12 @@ async def execute(
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                cwd=workspace,
+                cwd=run_in,
                 env=env,
                 start_new_session=True,
                 close_fds=True,
-                preexec_fn=preexec_for(limits, cgroup.procs_fd if cgroup else None),
+                pass_fds=tuple(pass_fds),
+                preexec_fn=preexec_for(limits, cgroup.procs_fds if cgroup else ()),
             )
         except (OSError, subprocess.SubprocessError) as exc:
             outcome.exit_code = 126 if isinstance(exc, PermissionError) else 127
@@ -279,7 +372,11 @@ async def execute(
             transport.close()
 
         outcome.exit_code = transport.get_returncode()
+        if cgroup is not None:
+            outcome.memory_limit_hit = cgroup.memory_limit_hit()
         collector.finish()
+        if read_only and outcome.workspace_access == "read-only":
+            outcome.write_blocked = erofs.seen
         sink.finish(collector.truncated)
         outcome.output = collector.render(sink.note())
         outcome.total_lines = collector.total_lines
