@@ -3,10 +3,13 @@ the physical fence (DESIGN.md §4).
 
 ``run_bash`` is the tool function (activity type ``bash``): the adapter
 between the tool call and the fences. It asks the fail-closed validator
-first; a rejected command never runs. Otherwise it executes the validator's
-``argv`` directly (execve, no shell) through ``execute``. The fences live in
-their own modules:
+first; a rejected command never runs. Otherwise it runs the validated plan
+(``verdict.plan``: pipelines, lists, redirections, globs, heredocs) through
+``activities.shell_exec``: a plain command by execve, anything else as a
+script rebuilt from the validated, quoted words; never the model's string.
+The fences live in their own modules:
 
+- ``activities.shell_exec``: running a plan exactly as validated;
 - ``activities.process``: spawning, process-group timeouts, rlimits, drain;
 - ``activities.sandbox``: bubblewrap (the physical fence);
 - ``activities.command_env``: the allowlisted environment;
@@ -38,8 +41,16 @@ from activities.bash_settings import (  # noqa: F401 - re-exported
 )
 from activities.command_env import command_env, command_path, resolve_program  # noqa: F401 - re-exported
 from activities.output import OutputCollector  # noqa: F401 - re-exported
-from activities.process import ExecOutcome, execute
-from activities.sandbox import SandboxUnavailable, bwrap_argv, bwrap_path, sandbox_status  # noqa: F401
+from activities.process import ExecOutcome, execute  # noqa: F401 - re-exported
+from activities.sandbox import (  # noqa: F401 - re-exported
+    SandboxUnavailable,
+    bwrap_argv,
+    bwrap_path,
+    program_folders,
+    sandbox_argv,
+    sandbox_status,
+)
+from activities.shell_exec import PlanError, execute_plan, plan_from_argv
 from activities.workspace import workspace_root
 from core.contracts import ToolRequest, ToolResult
 from core.tool_specs import BASH, MAX_BASH_TIMEOUT_S, BashArgs
@@ -119,18 +130,24 @@ async def run_bash(request: ToolRequest, args: BashArgs) -> ToolResult:
         if verdict.hint:
             text += f"\nHint: {verdict.hint}"
         return ToolResult.error(request.call_id, BASH, text, metadata=meta)
-    argv = tuple(getattr(verdict, "argv", ()) or ())
-    if not argv:
-        return ToolResult.error(
-            request.call_id, BASH, "Command rejected, nothing was run: the validator found no program to run",
-            metadata=meta,
-        )
-    # Defence in depth: a command judged read-only gets a read-only workspace,
-    # so a wrong `allow` (a program option we misjudged) costs at most a read.
+    if getattr(verdict, "destructive", False):
+        meta["destructive"] = "true"
+    plan = getattr(verdict, "plan", None)
+    if plan is None:  # a validator from before Verdict.plan: its argv is the one command
+        argv = tuple(getattr(verdict, "argv", ()) or ())
+        if not argv:
+            return ToolResult.error(
+                request.call_id, BASH, "Command rejected, nothing was run: the validator found no program to run",
+                metadata=meta,
+            )
+        plan = plan_from_argv(argv)
+    # Defence in depth: a command judged read-only (every part `allow`) gets a
+    # read-only workspace, so a wrong `allow` costs at most a read. A command
+    # with any part that needed approval runs, approved, as a whole.
     read_only = verdict.verdict == "allow"
     try:
-        outcome = await execute(
-            argv,
+        outcome = await execute_plan(
+            plan,
             root,
             args.timeout_seconds,
             read_only=read_only,
@@ -138,6 +155,8 @@ async def run_bash(request: ToolRequest, args: BashArgs) -> ToolResult:
             call_id=request.call_id,
             on_heartbeat=_heartbeat,
         )
+    except PlanError as exc:
+        return ToolResult.error(request.call_id, BASH, f"Command not run: {exc}", metadata=meta)
     except SandboxUnavailable as exc:
         meta.update(sandbox="none", sandbox_reason=str(exc))
         return ToolResult.error(
@@ -163,6 +182,8 @@ async def run_bash(request: ToolRequest, args: BashArgs) -> ToolResult:
         total_lines=str(outcome.total_lines),
         timed_out="true" if outcome.timed_out else "false",
         workspace_access=outcome.workspace_access,
+        part_exit_codes=outcome.part_exit_codes,
+        pipefail="false",
         memory_cap=outcome.memory_cap,
     )
     if outcome.memory_cap_reason:

@@ -161,6 +161,7 @@ class ExecOutcome:
     memory_limit_hit: bool = False  # the kernel killed or refused at that limit
     workspace_access: str = "read-write"  # "read-write" | "read-only" (sandbox) | "read-write (no sandbox)"
     write_blocked: bool = False  # read-only workspace, and the output shows a write refused (EROFS)
+    part_exit_codes: str = ""  # a plan's parts (activities.shell_exec): "0|1; -; 0"
     limits: dict[str, str] = field(default_factory=dict)
 
 
