@@ -87,6 +87,10 @@ def preexec_for(limits: list[tuple[int, tuple[int, int]]], procs_fds: Sequence[i
     return preexec
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 class _Watch:
     """Whether ``needle`` occurs anywhere in a byte stream fed in chunks."""
 
@@ -233,7 +237,8 @@ async def execute(
     of every program the command runs (default: ``argv[0]`` resolved on PATH),
     so that the sandbox shows their folders. ``pass_fds`` stay open in the
     child (redirections the executor opened). ``bind_source`` is the host
-    folder bound at the workspace's path (default: the workspace itself).
+    folder bound at the workspace's path (default: the workspace itself), e.g.
+    an overlay's merged folder; without the sandbox the command runs in it.
     ``sandbox`` is auto|required|off (None: AGENT_TOOLS_SANDBOX); the limits
     default to their settings (0 = none). Raises SandboxUnavailable (sandbox
     required but not working) and BadSetting; a command that cannot start is
@@ -243,7 +248,9 @@ async def execute(
         raise ValueError("empty argv")
     started = time.monotonic()
     workspace = str(Path(cwd).resolve())
-    run_in = workdir or workspace
+    run_in = workdir or workspace  # where the command runs, as it sees it
+    # ...and that folder on the host: under bind_source when the workspace is shown through another folder.
+    host_run_in = run_in if not bind_source else os.path.join(bind_source, os.path.relpath(run_in, workspace))
     memory_bytes = int_setting(MEMORY_ENV, DEFAULT_MEMORY_BYTES, 1 << 20) if memory_bytes is None else memory_bytes
     file_bytes = int_setting(FILE_SIZE_ENV, DEFAULT_FILE_BYTES, 1 << 20) if file_bytes is None else file_bytes
     max_procs = int_setting(MAX_PROCS_ENV, DEFAULT_MAX_PROCS) if max_procs is None else max_procs
@@ -280,7 +287,7 @@ async def execute(
     try:
         cgroup = await _make_cgroup(outcome, max_procs, total_memory_bytes)
 
-        program = resolve_program(argv[0], env["PATH"], run_in)
+        program = resolve_program(argv[0], env["PATH"], host_run_in)
         if program is None:
             outcome.exit_code = 127
             outcome.spawn_error = (
@@ -305,7 +312,8 @@ async def execute(
         if bwrap:
             full_argv = sandbox_argv(
                 bwrap, argv, workspace=workspace, bind_source=bind_source, writable=not read_only,
-                programs=[os.path.abspath(program), *(programs or ())], cwd=run_in,
+                programs=[p for p in (os.path.abspath(program), *(programs or ()))
+                          if not (bind_source and _inside(p, bind_source))], cwd=run_in,
                 tmp_bytes=tmp_bytes, shm_bytes=shm_bytes,
             )
         else:
@@ -319,7 +327,7 @@ async def execute(
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                cwd=run_in,
+                cwd=host_run_in,
                 env=env,
                 start_new_session=True,
                 close_fds=True,

@@ -183,6 +183,7 @@ class _Builder:
         self.root, self.workdir, self.path_env, self.read_only = root, workdir, path_env, read_only
         self.fds: list[int] = []
         self.programs: list[str] = []
+        self.shown_as = root  # where the command sees ``root`` (differs for an overlay view)
 
     def keep(self, fd: int) -> int:
         high = _private_fd(fd)
@@ -242,6 +243,8 @@ class _Builder:
             head = ["_agent_missing", shlex.quote(words[0])]
         else:
             program = os.path.abspath(program)
+            if _inside(program, self.root):  # a program in the workspace: by the path the command sees
+                program = os.path.join(self.shown_as, os.path.relpath(program, self.root))
             self.programs.append(program)
             head = [shlex.quote(program), *map(shlex.quote, words[1:])]
         return " ".join([*head, *redirects, closes]).rstrip()
@@ -253,23 +256,33 @@ _agent_rc=0
 """
 
 
-def prepare(plan: CommandList, root: str, *, read_only: bool, path_env: str | None = None) -> PreparedPlan:
+def prepare(
+    plan: CommandList, root: str, *, read_only: bool, path_env: str | None = None, view: str | None = None
+) -> PreparedPlan:
     """Turn ``plan`` into what ``execute`` runs (see the module's doc). The
-    caller must ``close()`` the result. Raises PlanError."""
+    caller must ``close()`` the result. ``view``: the host folder that shows
+    the workspace for this run (an overlay's merged folder); globs and
+    redirections are resolved in it, while paths the command sees stay under
+    ``root``. Raises PlanError."""
     root = os.path.realpath(root)
-    workdir = root
+    seen_root = os.path.realpath(view) if view else root
+    workdir = seen_root
     if plan.cwd not in (None, "", "."):
-        workdir = os.path.realpath(os.path.join(root, plan.cwd))
-        if not _inside(workdir, root) or not os.path.isdir(workdir):
+        workdir = os.path.realpath(os.path.join(seen_root, plan.cwd))
+        if not _inside(workdir, seen_root) or not os.path.isdir(workdir):
             raise PlanError(f"cd {plan.cwd!r}: not a folder inside the workspace")
     if not plan.items or any(not p.commands for p in plan.items) or len(plan.ops) != len(plan.items) - 1:
         raise PlanError("the plan is malformed (empty pipeline or list)")
     path_env = command_path(root) if path_env is None else path_env
-    builder = _Builder(root, workdir, path_env, read_only)
+    builder = _Builder(seen_root, workdir, path_env, read_only)
+    # The working folder as the command sees it (the view is bound at root).
+    builder.shown_as = root
+    rel = os.path.relpath(workdir, seen_root)
+    command_workdir = root if rel == "." else os.path.join(root, rel)
     only = plan.items[0].commands[0]
     try:
         if len(plan.items) == 1 and len(plan.items[0].commands) == 1 and not only.redirects and only.stdin_text is None:
-            return PreparedPlan(argv=builder.words(only), workdir=workdir, shape=[1])
+            return PreparedPlan(argv=builder.words(only), workdir=command_workdir, shape=[1])
         parts = [[builder.command(c) for c in p.commands] for p in plan.items]
         status_fd = builder.keep(os.memfd_create("status", os.MFD_CLOEXEC))
         script_fd = builder.keep(os.memfd_create("script", os.MFD_CLOEXEC))
@@ -293,7 +306,7 @@ def prepare(plan: CommandList, root: str, *, read_only: bool, path_env: str | No
         os.write(script_fd, "".join(lines).encode("utf-8", "surrogateescape"))
         return PreparedPlan(
             argv=[_BASH, "--noprofile", "--norc", f"/proc/self/fd/{script_fd}"],
-            workdir=workdir,
+            workdir=command_workdir,
             programs=builder.programs,
             pass_fds=builder.fds,
             status_fd=status_fd,
@@ -307,16 +320,25 @@ def prepare(plan: CommandList, root: str, *, read_only: bool, path_env: str | No
 
 
 async def execute_plan(
-    plan: CommandList, root: str, timeout_s: float, *, read_only: bool = False, **options: Any
+    plan: CommandList,
+    root: str,
+    timeout_s: float,
+    *,
+    read_only: bool = False,
+    view: str | None = None,
+    **options: Any,
 ) -> ExecOutcome:
     """Run ``plan`` in the workspace ``root`` behind every fence (``options``
-    are ``activities.process.execute``'s). Raises PlanError before anything
-    runs when the plan cannot be run as validated."""
-    prepared = prepare(plan, root, read_only=read_only)
+    are ``activities.process.execute``'s). ``view``: a host folder bound at
+    ``root``'s path instead of ``root`` itself (an overlay's merged folder,
+    for a transactional run); the command sees the same paths either way.
+    Raises PlanError before anything runs when the plan cannot be run as
+    validated."""
+    prepared = prepare(plan, root, read_only=read_only, view=view)
     try:
         outcome = await execute(
             prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,
-            programs=prepared.programs, pass_fds=prepared.pass_fds, **options,
+            programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, **options,
         )
         outcome.part_exit_codes = prepared.part_exit_codes(outcome.exit_code)
         return outcome

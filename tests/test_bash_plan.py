@@ -277,3 +277,33 @@ async def test_the_tool_without_a_plan_runs_the_verdict_argv(workspace: Path) ->
                           arguments={"command": "printf '%s\\n' 'a b' '$(id)'", "timeout_seconds": 20})
     result = await bash.run_bash(request, BashArgs(command="printf '%s\\n' 'a b' '$(id)'"))
     assert result.output == "a b\n$(id)", (result.output, result.metadata)
+
+
+# --- a view bound in place of the workspace (for the transactional helper) -----------------
+
+
+@pytest.mark.parametrize("writable", [True, False])
+async def test_a_view_folder_is_shown_at_the_workspace_path(workspace: Path, tmp_path: Path, writable: bool) -> None:
+    """An overlay's merged folder (here: any folder) is bound where the
+    workspace is: the command sees the workspace's paths and the view's
+    files; globs and redirections resolve in the view; the real workspace is
+    untouched."""
+    view = tmp_path / "merged"
+    (view / "sub").mkdir(parents=True)
+    (view / "sub" / "only-in-view.txt").write_text("view\n")
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "only-in-workspace.txt").write_text("real\n")
+    steps: list[Pipeline | str] = [pipe(cmd("pwd")), ";", pipe(cmd("ls", "*.txt", globs=(False, True)))]
+    if writable:
+        steps += [";", pipe(cmd("cat", "only-in-view.txt", redirects=(Redirect(1, ">", "copy.txt"),)))]
+    else:
+        steps += [";", pipe(cmd("touch", "nope"))]
+    out = await execute_plan(seq(*steps, cwd="sub"), str(workspace), 20, sandbox="auto", view=str(view),
+                             read_only=not writable)
+    lines = out.output.splitlines()
+    assert lines[:2] == [str(workspace / "sub"), "only-in-view.txt"], out.output
+    assert sorted(p.name for p in (workspace / "sub").iterdir()) == ["only-in-workspace.txt"]
+    if writable:
+        assert (view / "sub" / "copy.txt").read_text() == "view\n"
+    else:
+        assert out.write_blocked and not (view / "sub" / "nope").exists()
