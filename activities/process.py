@@ -3,8 +3,9 @@
 stdin is /dev/null; the child starts a new session, so its process group can
 be killed as a whole (SIGKILL to ``-pgid``) on timeout; afterwards pipes get
 a short drain wait, so a grandchild that holds the pipe cannot hang us.
-rlimits cap address space, file size, CPU seconds and core dumps; a cgroup
-caps processes (activities.cgroup); the environment is rebuilt from an
+rlimits cap address space, file size, CPU seconds and core dumps (per
+process); cgroups cap the number of processes and the memory of all of them
+together (activities.cgroup); the environment is rebuilt from an
 allowlist (activities.command_env); output is bounded (activities.output);
 bubblewrap is the physical fence (activities.sandbox)."""
 
