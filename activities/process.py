@@ -223,6 +223,7 @@ async def execute(
     programs: Sequence[str] | None = None,
     pass_fds: Sequence[int] = (),
     bind_source: str | None = None,
+    wrap: Callable[[list[str]], list[str]] | None = None,
     artifact_root: str | os.PathLike[str] | None = None,
     call_id: str = "bash",
     artifact_max_bytes: int = ARTIFACT_MAX_BYTES,
@@ -240,6 +241,8 @@ async def execute(
     child (redirections the executor opened). ``bind_source`` is the host
     folder bound at the workspace's path (default: the workspace itself), e.g.
     an overlay's merged folder; without the sandbox the command runs in it.
+    ``wrap`` turns the final argv (bubblewrap's, or the bare command's) into
+    a launcher's (e.g. one mounting an overlay in a private mount namespace).
     ``sandbox`` is auto|required|off (None: AGENT_TOOLS_SANDBOX); the limits
     default to their settings (0 = none). Raises SandboxUnavailable (sandbox
     required but not working) and BadSetting; a command that cannot start is
@@ -319,6 +322,8 @@ async def execute(
             )
         else:
             full_argv = list(argv)
+        if wrap is not None:
+            full_argv = wrap(full_argv)
         limits = rlimits(memory_bytes, file_bytes, int(timeout_s) + CPU_MARGIN_S)
         loop = asyncio.get_running_loop()
         try:

@@ -23,7 +23,9 @@ The validator turns the command into a ``CommandList`` of ``Pipeline``s of
   regular files are accepted. Bash then reopens that very file through
   ``/proc/self/fd/N`` at the moment the command runs, so ``>`` truncates and
   ``>>`` appends with bash's timing; a file ``>`` names is created (empty)
-  before the list starts even if its command is skipped by ``&&``.
+  before the list starts even if its command is skipped by ``&&``. A ``<``
+  file that does not exist yet (an earlier part makes it) is checked as far
+  as it exists and opened by bash by name when its turn comes.
   ``/dev/null`` and descriptor duplications (``2>&1``) are passed literally.
   A write redirection in a command run read-only is refused (it would
   bypass the read-only mount).
@@ -45,7 +47,7 @@ import shlex
 import shutil
 import stat
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from activities.command_env import command_path, resolve_program
 from activities.process import ExecOutcome, execute
@@ -81,11 +83,12 @@ def _private_fd(fd: int) -> int:
     return high
 
 
-def open_confined(root: str, workdir: str, target: str, *, write: bool) -> int:
+def open_confined(root: str, workdir: str, target: str, *, write: bool, create: bool = True) -> int:
     """A descriptor of ``target`` (relative to ``workdir``, or absolute) inside
     ``root``, opened without following any symlink. Read: an existing
-    regular file (O_PATH). Write: an existing regular file (O_PATH), or a new
-    empty one created here. Raises PlanError."""
+    regular file (O_PATH), or -1 if it does not exist yet. Write: an existing
+    regular file (O_PATH), or a new empty one created here (``create=False``:
+    not created; -1). Raises PlanError."""
     path = os.path.normpath(target if os.path.isabs(target) else os.path.join(workdir, target))
     if not _inside(path, root) or path == root:
         raise PlanError(f"redirection target {target!r} is outside the workspace")
@@ -106,8 +109,8 @@ def open_confined(root: str, workdir: str, target: str, *, write: bool) -> int:
         try:
             fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
         except FileNotFoundError:
-            if not write:
-                raise PlanError(f"redirection source {target!r}: no such file") from None
+            if not write or not create:
+                return -1  # not there yet (an earlier part may make it): bash opens it when its turn comes
             try:
                 fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
                              dir_fd=dir_fd)
@@ -184,6 +187,7 @@ class _Builder:
         self.fds: list[int] = []
         self.programs: list[str] = []
         self.shown_as = root  # where the command sees ``root`` (differs for an overlay view)
+        self.open_in_sandbox = False
 
     def keep(self, fd: int) -> int:
         high = _private_fd(fd)
@@ -221,7 +225,17 @@ class _Builder:
                 raise PlanError(
                     f"a write redirection ({r.op} {r.target!r}) in a command judged read-only; not run"
                 )
-            path = f"/proc/self/fd/{self.keep(open_confined(self.root, self.workdir, r.target, write=write))}"
+            fd = open_confined(self.root, self.workdir, r.target, write=write, create=not self.open_in_sandbox)
+            if self.open_in_sandbox and fd >= 0:
+                # The command's view of the workspace is not ours (an overlay in its own mount
+                # namespace): the path was checked here; bash opens it there, inside the sandbox.
+                os.close(fd)
+                fd = -1
+            if fd >= 0:
+                path = f"/proc/self/fd/{self.keep(fd)}"
+            else:  # by name, as the command sees it (checked: inside, no symlink on the way so far)
+                rel = os.path.relpath(os.path.normpath(os.path.join(self.workdir, r.target)), self.root)
+                path = os.path.join(self.shown_as, rel)
         if r.op == "&>":
             return f"1>{shlex.quote(path)} 2>&1"
         return f"{r.fd}{r.op}{shlex.quote(path)}"
@@ -257,13 +271,21 @@ _agent_rc=0
 
 
 def prepare(
-    plan: CommandList, root: str, *, read_only: bool, path_env: str | None = None, view: str | None = None
+    plan: CommandList,
+    root: str,
+    *,
+    read_only: bool,
+    path_env: str | None = None,
+    view: str | None = None,
+    open_in_sandbox: bool = False,
 ) -> PreparedPlan:
     """Turn ``plan`` into what ``execute`` runs (see the module's doc). The
     caller must ``close()`` the result. ``view``: the host folder that shows
     the workspace for this run (an overlay's merged folder); globs and
     redirections are resolved in it, while paths the command sees stay under
-    ``root``. Raises PlanError."""
+    ``root``. ``open_in_sandbox``: redirection targets are checked here (same
+    confinement) but opened by bash inside the sandbox, for a launcher that
+    mounts the command's own view of the workspace (``wrap``). Raises PlanError."""
     root = os.path.realpath(root)
     seen_root = os.path.realpath(view) if view else root
     workdir = seen_root
@@ -277,6 +299,7 @@ def prepare(
     builder = _Builder(seen_root, workdir, path_env, read_only)
     # The working folder as the command sees it (the view is bound at root).
     builder.shown_as = root
+    builder.open_in_sandbox = open_in_sandbox
     rel = os.path.relpath(workdir, seen_root)
     command_workdir = root if rel == "." else os.path.join(root, rel)
     only = plan.items[0].commands[0]
@@ -326,19 +349,22 @@ async def execute_plan(
     *,
     read_only: bool = False,
     view: str | None = None,
+    wrap: Callable[[list[str]], list[str]] | None = None,
     **options: Any,
 ) -> ExecOutcome:
     """Run ``plan`` in the workspace ``root`` behind every fence (``options``
-    are ``activities.process.execute``'s). ``view``: a host folder bound at
-    ``root``'s path instead of ``root`` itself (an overlay's merged folder,
-    for a transactional run); the command sees the same paths either way.
-    Raises PlanError before anything runs when the plan cannot be run as
-    validated."""
-    prepared = prepare(plan, root, read_only=read_only, view=view)
+    are ``activities.process.execute``'s). For a transactional run, either
+    ``view``: a host folder bound at ``root``'s path instead of ``root``
+    itself (an overlay's merged folder); or ``wrap``: a launcher put in front
+    of the sandbox's argv (one that mounts an overlay over ``root`` in a
+    private mount namespace); redirections are then opened inside. The
+    command sees the same paths either way. Raises PlanError before anything
+    runs when the plan cannot be run as validated."""
+    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=wrap is not None)
     try:
         outcome = await execute(
             prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,
-            programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, **options,
+            programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, wrap=wrap, **options,
         )
         outcome.part_exit_codes = prepared.part_exit_codes(outcome.exit_code)
         return outcome

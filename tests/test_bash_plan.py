@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -307,3 +308,40 @@ async def test_a_view_folder_is_shown_at_the_workspace_path(workspace: Path, tmp
         assert (view / "sub" / "copy.txt").read_text() == "view\n"
     else:
         assert out.write_blocked and not (view / "sub" / "nope").exists()
+
+
+async def test_a_launcher_can_mount_the_command_view_over_the_workspace(workspace: Path, tmp_path: Path) -> None:
+    """The transactional helper's shape: a launcher (``wrap``) mounts another
+    folder over the workspace's own path in a private mount namespace, then
+    execs bubblewrap. Redirections must then be opened in there (by bash, after
+    the same confinement check here), not by us on the real workspace."""
+    unshare, mount = shutil.which("unshare"), shutil.which("mount")
+    if os.geteuid() != 0 or not unshare or not mount:
+        pytest.skip("needs root with unshare and mount (this machine's workers run as root)")
+    view = tmp_path / "upper-view"
+    view.mkdir()
+    (view / "in.txt").write_text("seen through the launcher\n")
+
+    def wrap(argv: list[str]) -> list[str]:
+        launcher = 'mount --bind "$1" "$2" || exit 125; shift 2; exec "$@"'
+        return [unshare, "--mount", "--propagation", "private", "--", "sh", "-c", launcher, "launch",
+                str(view), str(workspace), *argv]
+
+    plan = seq(pipe(cmd("cat", redirects=(Redirect(0, "<", "in.txt"), Redirect(1, ">", "out.txt")))), "&&",
+               pipe(cmd("printf", "%s\n", "x", redirects=(Redirect(1, ">>", "out.txt"),))))
+    (workspace / "in.txt").write_text("the real workspace\n")  # the check runs here: the name must exist
+    out = await execute_plan(plan, str(workspace), 20, sandbox="auto", wrap=wrap)
+    assert out.exit_code == 0, out.output
+    assert (view / "out.txt").read_text() == "seen through the launcher\nx\n"
+    assert not (workspace / "out.txt").exists()
+    (workspace / "link").symlink_to("/etc")
+    with pytest.raises(PlanError):
+        await execute_plan(seq(pipe(cmd("echo", redirects=(Redirect(1, ">", "link/x"),)))), str(workspace), 20,
+                           sandbox="auto", wrap=wrap)
+
+
+async def test_an_input_file_made_by_an_earlier_part_is_read(workspace: Path, box: str) -> None:
+    plan = seq(pipe(cmd("sh", "-c", "echo made > data.txt")), "&&",
+               pipe(cmd("tr", "a-z", "A-Z", redirects=(Redirect(0, "<", "data.txt"),))))
+    out = await _run(plan, workspace, box)
+    assert out.exit_code == 0 and out.output == "MADE", out.output
