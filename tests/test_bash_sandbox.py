@@ -64,21 +64,24 @@ def _wrongly_allowed(monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...]) -> 
     monkeypatch.setattr(bash, "_validate", lambda command, root: verdict)
 
 
-@pytest.mark.parametrize("how", ["create", "append", "delete", "git-config"])
+@pytest.mark.parametrize("how", ["create", "append", "delete", "git-config", "awk", "sed-w"])
 async def test_a_wrongly_allowed_write_is_contained(
     workspace: Path, monkeypatch: pytest.MonkeyPatch, boxed: None, how: str
 ) -> None:
     (workspace / "keep.txt").write_text("original\n")
     (workspace / ".git").mkdir()
     (workspace / ".git" / "config").write_text("[core]\n")
-    code = {
-        "create": "open('pwned.txt', 'w').write('x')",
-        "append": "open('keep.txt', 'a').write('appended')",
-        "delete": "import os; os.remove('keep.txt')",
-        "git-config": "open('.git/config', 'a').write('[core]\\n\\tfsmonitor = touch /tmp/p\\n')",
+    argv = {
+        "create": (PY, "-c", "open('pwned.txt', 'w').write('x')"),
+        "append": (PY, "-c", "open('keep.txt', 'a').write('appended')"),
+        "delete": (PY, "-c", "import os; os.remove('keep.txt')"),
+        "git-config": (PY, "-c", "open('.git/config', 'a').write('[core]\\n\\tfsmonitor = touch /tmp/p\\n')"),
+        # The attack's own findings (issue 9): awk and sed writing from "read-only" scripts.
+        "awk": ("awk", 'BEGIN{print "}" > "pwned.txt"}'),
+        "sed-w": ("sed", "-n", "bx;:x w pwned.txt", "keep.txt"),
     }[how]
-    _wrongly_allowed(monkeypatch, (PY, "-c", code))
-    result = await _run(workspace, f"python3 -c {code!r}")
+    _wrongly_allowed(monkeypatch, argv)
+    result = await _run(workspace, " ".join(argv))
     assert result.metadata["verdict"] == "allow"
     assert result.metadata["workspace_access"] == "read-only", result.metadata
     assert not (workspace / "pwned.txt").exists()
@@ -91,15 +94,14 @@ async def test_a_wrongly_allowed_write_is_contained(
 
 async def test_the_awk_finding_cannot_write(workspace: Path, boxed: None) -> None:
     """A real wrong `allow` from the attack (issue 9): a `}` inside an awk
-    string fooled the check. Whatever the validator now says, the file
-    must not appear unless the command was approved as a write."""
+    string fooled the check. While the validator still says `allow`, the
+    file must not appear (an `ask` would be approved upstream, then write)."""
     command = """awk 'BEGIN{print "}" > "x.txt"}'"""
     result = await _run(workspace, command)
-    if result.metadata["verdict"] == "allow":
-        assert not (workspace / "x.txt").exists(), "an allowed command wrote to the workspace"
-        assert result.metadata["write_blocked"] == "true", (result.metadata, result.output)
-    else:
-        assert result.metadata["verdict"] == "reject" or not (workspace / "x.txt").exists()
+    if result.metadata["verdict"] != "allow":
+        pytest.skip(f"the validator now judges it {result.metadata['verdict']!r}: nothing left to contain")
+    assert not (workspace / "x.txt").exists(), "an allowed command wrote to the workspace"
+    assert result.metadata["write_blocked"] == "true", (result.metadata, result.output)
 
 
 async def test_a_read_only_command_still_reads_and_uses_its_private_tmp(workspace: Path, boxed: None) -> None:
