@@ -57,7 +57,9 @@ from core.tool_specs import BASH, MAX_BASH_TIMEOUT_S, BashArgs
 
 try:  # the workspace-aware validator (realpaths, repository-configured toolchains)
     from activities.command_facts import validate_in_workspace as _validate
-except ImportError:  # not on this branch yet: the pure validator
+except ModuleNotFoundError as _missing:  # not on this branch yet: the pure validator
+    if _missing.name != "activities.command_facts":
+        raise  # the module exists but is broken: fail, never fall back to weaker rules silently
     from core.shell_validator import validate_command
 
     def _validate(command: str, workspace_root: str):  # type: ignore[no-untyped-def]
