@@ -124,7 +124,10 @@ async def test_writable_is_the_default_and_no_sandbox_says_so(workspace: Path) -
 async def test_sandbox_shows_an_allowlist(workspace: Path, boxed: None) -> None:
     home_secrets = [p for p in ("/root/.claude", "/root/.m2", "/root/.ssh", "/root/.cargo/credentials.toml")
                     if os.path.lexists(p)]
-    others = ["/home", "/var", "/srv", "/opt", "/mnt", "/boot", "/work/main", "/run/docker.sock"]
+    # The checkout itself (not its .venv, which the sandbox shows as the
+    # interpreter's folder): its README must not be visible.
+    checkout_file = str(Path(__file__).resolve().parents[1] / "README.md")
+    others = ["/home", "/var", "/srv", "/opt", "/mnt", "/boot", checkout_file, "/run/docker.sock"]
     assert home_secrets, "this machine should have some of these; the test would prove little"
     probe = "import os, sys; print([p for p in sys.argv[1:] if os.path.lexists(p)])"
     out = await execute([PY, "-c", probe, *home_secrets, *others], workspace, 20)
