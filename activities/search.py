@@ -14,11 +14,19 @@ grep
     (``--no-require-git``); the user's global gitignore is not
     (``--no-ignore-global``: results must not depend on which worker runs the
     search); symlinks are never followed (rg's default; the top-level path is
-    resolved and confined first); lines longer than 500 bytes are replaced by
+    resolved and confined first, beneath the root's descriptor); lines longer than 500 bytes are replaced by
     rg's ``[Omitted long matching line]`` marker; results are sorted by path
     (``--sort path``: folder by folder, names compared bytewise), which makes
     rg single-threaded but lets us stop reading early and still be
     deterministic.
+
+    rg opens what it walks by path name, so a sandboxed script swapping a
+    folder for a symlink while rg walks would make it read outside files
+    (it did, before). Where bubblewrap works, rg therefore runs in a jail
+    holding only ``/usr`` and the workspace, bound from the root's descriptor
+    (``activities.fs_jail``); elsewhere it starts in the root by descriptor
+    and the result's metadata says ``confinement``. The Python fallback opens
+    every folder and file beneath the root's descriptor through no symlink.
 
     The cap is 50 matching lines in total (not per file). We stream rg's
     stdout and kill rg as soon as we hold 51 lines, so a pattern matching
@@ -46,7 +54,11 @@ glob
     them), it follows symlinked folders when a non-``**`` component matches
     them (we never descend into a symlink), and it would walk ``.git`` and the
     artifacts folder (we prune them during the scan, which is cheaper than
-    wcmatch's post-filtering ``exclude``). The pattern must be relative and
+    wcmatch's post-filtering ``exclude``). Every folder is opened beneath the
+    searched folder's descriptor through no symlink (openat2
+    ``RESOLVE_NO_SYMLINKS`` or an ``O_NOFOLLOW`` walk), so a folder swapped
+    for a link after it was listed is reported, never listed; wcmatch's own
+    checks of literal names go through that descriptor's ``/proc`` link. The pattern must be relative and
     may not contain ``..``; the folder to search from is ``path``.
 
     Results are relative to the workspace root and sorted by path, folder by
@@ -75,13 +87,12 @@ from wcmatch import glob as wcglob
 
 from activities.base import bound_output, tool_activity
 from activities.binaries import find_binary
-from activities.workspace import (
-    ARTIFACTS_DIR,
-    relative_to_root,
-    resolve_inside,
-    save_artifact,
-    workspace_root,
-)
+from activities.fs_cancel import Cancelled, check
+from activities.fs_jail import jail_argv
+from activities.fs_root import WorkspaceRoot, open_beneath
+from activities.fs_root import shown as shown_path
+from activities.fs_common import guarded
+from activities.workspace import ARTIFACTS_DIR, save_artifact
 from core.contracts import ToolRequest, ToolResult
 from core.tool_specs import GLOB, GREP, GlobArgs, GrepArgs
 
@@ -172,6 +183,7 @@ class _Search:
     fatal: str | None = None  # the search could not run: regex error and the like
     warnings: list[str] = field(default_factory=list)  # files/folders it could not read
     notes: list[str] = field(default_factory=list)  # other messages, e.g. a bad .gitignore line
+    jailed: bool = False  # rg ran in the bubblewrap jail (activities.fs_jail)
 
 
 _rg_found: str | None = None
@@ -250,23 +262,26 @@ def _classify_rg_stderr(text: str, strip_dot: bool) -> tuple[list[str], list[str
 
 
 def _run_ripgrep(
-    rg: str, root: Path, rel_path: str, pattern: str, include: str | None, ignore_case: bool, deadline: float
+    rg: str, ws: WorkspaceRoot, rel_path: str, pattern: str, include: str | None, ignore_case: bool, deadline: float
 ) -> _Search:
     argv = ripgrep_argv(rg, rel_path, pattern, include, ignore_case)
+    jailed = jail_argv(argv, ws.fd, str(ws.path))
     # --no-config already makes rg ignore RIPGREP_CONFIG_PATH; no rg option
     # can be set through any other variable, so the environment is inherited.
+    # Unjailed, rg still starts in the root by its descriptor, not its name.
     proc = subprocess.Popen(
-        argv,
-        cwd=str(root),
+        jailed or argv,
+        cwd=None if jailed else f"/proc/self/fd/{ws.fd}",
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         close_fds=True,
+        pass_fds=(ws.fd,),
     )
     assert proc.stdout is not None and proc.stderr is not None
     strip_dot = rel_path == "."
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    result = _Search()
+    result = _Search(jailed=jailed is not None)
     raw_lines: list[bytes] = []
     pending = b""
     err = bytearray()
@@ -277,11 +292,12 @@ def _run_ripgrep(
         sel.register(err_fd, selectors.EVENT_READ)
         open_fds = 2
         while open_fds and not stopped:
+            check()  # a cancelled attempt stops rg (killed below)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 result.timed_out = True
                 break
-            for key, _ in sel.select(remaining):
+            for key, _ in sel.select(min(remaining, 0.5)):
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
                     sel.unregister(key.fd)
@@ -373,14 +389,24 @@ class _GitIgnore:
         return None
 
 
-def _load_gitignore(root: Path, rel_dir: str) -> _GitIgnore | None:
-    path = root / rel_dir / ".gitignore" if rel_dir else root / ".gitignore"
+def _open_regular(root_fd: int, rel: str) -> int | None:
+    """A regular file beneath the root, through no symlink; None if it is anything else."""
+    fd = open_beneath(root_fd, rel, os.O_RDONLY | os.O_NONBLOCK)
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)
+    return None
+
+
+def _load_gitignore(root_fd: int, rel_dir: str) -> _GitIgnore | None:
     try:
-        if not path.is_file() or path.is_symlink():
-            return None
-        return _GitIgnore(rel_dir, path.read_text("utf-8", "replace"))
+        fd = _open_regular(root_fd, f"{rel_dir}/.gitignore" if rel_dir else ".gitignore")
     except OSError:
         return None
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return _GitIgnore(rel_dir, fh.read(1 << 20).decode("utf-8", "replace"))
 
 
 def _ignored(rules: list[_GitIgnore], rel: str, name: str, is_dir: bool) -> bool:
@@ -417,12 +443,17 @@ class _SearchTimeout(Exception):
 
 
 def _search_file(
-    abs_path: str, rel: str, regex: re.Pattern[str], out: list[str], explicit: bool, deadline: float
+    root_fd: int, rel: str, shown_rel: str, regex: re.Pattern[str], out: list[str], explicit: bool, deadline: float
 ) -> None:
     """Append the file's matching lines to ``out`` in rg's format, stopping at
     GREP_READ_LIMIT lines. Like rg, a file with a NUL byte is binary: skipped
-    during a walk, reported in one line when it was asked for by name."""
-    with open(abs_path, "rb") as handle:
+    during a walk, reported in one line when it was asked for by name. The
+    file is opened beneath the root's descriptor through no symlink."""
+    fd = _open_regular(root_fd, rel)
+    if fd is None:
+        return
+    rel = shown_rel
+    with os.fdopen(fd, "rb") as handle:
         head = handle.read(65536)
         if b"\x00" in head:
             if explicit:
@@ -432,8 +463,10 @@ def _search_file(
             return
         handle.seek(0)
         for number, raw in enumerate(handle, 1):
-            if number % 10_000 == 0 and time.monotonic() > deadline:
-                raise _SearchTimeout
+            if number % 10_000 == 0:
+                check()
+                if time.monotonic() > deadline:
+                    raise _SearchTimeout
             if b"\x00" in raw:
                 return
             if raw.endswith(b"\n"):
@@ -450,8 +483,26 @@ def _search_file(
                 return
 
 
+@dataclass
+class _Entry:
+    """What the walk needs of a folder entry, taken while the folder is open
+    (symlinks are neither folders nor files here: never followed)."""
+
+    name: str
+    is_dir: bool
+    is_file: bool
+
+    @classmethod
+    def of(cls, entry: os.DirEntry) -> "_Entry":  # type: ignore[type-arg]
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            return cls(entry.name, is_dir, not is_dir and entry.is_file(follow_symlinks=False))
+        except OSError:
+            return cls(entry.name, False, False)
+
+
 def _python_search(
-    root: Path, rel_path: str, pattern: str, include: str | None, ignore_case: bool, deadline: float
+    root_fd: int, rel_path: str, pattern: str, include: str | None, ignore_case: bool, deadline: float
 ) -> _Search:
     """The fallback: a depth-first walk with each folder's entries sorted by
     name (rg's --sort path order), iterative so that no folder depth can
@@ -469,10 +520,13 @@ def _python_search(
         return result
 
     out = result.lines
-    start = root if rel_path == "." else root / rel_path
-    if not start.is_dir():
+    try:
+        start_is_dir = stat.S_ISDIR(os.stat(rel_path, dir_fd=root_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        start_is_dir = False
+    if not start_is_dir:
         try:
-            _search_file(str(start), rel_path, regex, out, True, deadline)
+            _search_file(root_fd, rel_path, rel_path, regex, out, True, deadline)
         except _SearchTimeout:
             result.timed_out = True
         except OSError as exc:
@@ -484,19 +538,23 @@ def _python_search(
     base_rules: list[_GitIgnore] = []
     parts = [] if rel_path == "." else rel_path.split("/")
     for depth in range(len(parts) + 1):
-        loaded = _load_gitignore(root, "/".join(parts[:depth]))
+        loaded = _load_gitignore(root_fd, "/".join(parts[:depth]))
         if loaded is not None:
             base_rules.append(loaded)
 
     def open_folder(rel_dir: str, rules: list[_GitIgnore], load_local: bool):  # type: ignore[no-untyped-def]
         try:
-            with os.scandir(str(root / rel_dir) if rel_dir else str(root)) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
+            fd = open_beneath(root_fd, rel_dir or ".", os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                with os.scandir(fd) as scan:
+                    entries = sorted((_Entry.of(e) for e in scan), key=lambda e: e.name)
+            finally:
+                os.close(fd)
         except OSError as exc:
             result.warnings.append(f"{_printable(rel_dir) or '.'}: {exc.strerror or exc}")
             return None
         if load_local:
-            local = _load_gitignore(root, rel_dir)
+            local = _load_gitignore(root_fd, rel_dir)
             if local is not None:
                 rules = rules + [local]
         return rel_dir, rules, iter(entries)
@@ -516,13 +574,7 @@ def _python_search(
             if name in SKIP_NAMES:
                 continue
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            try:
-                if entry.is_symlink():
-                    continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = not is_dir and entry.is_file(follow_symlinks=False)
-            except OSError:
-                continue
+            is_dir, is_file = entry.is_dir, entry.is_file
             if not is_dir and not is_file:
                 continue
             included = include_matcher.match(rel, name, is_dir) if include_matcher else None
@@ -537,7 +589,7 @@ def _python_search(
             if not included and _ignored(rules, rel, name, False):
                 continue
             try:
-                _search_file(entry.path, _printable(rel), regex, out, False, deadline)
+                _search_file(root_fd, rel, _printable(rel), regex, out, False, deadline)
             except OSError as exc:
                 result.warnings.append(f"{_printable(rel)}: {exc.strerror or exc}")
             if len(out) >= GREP_READ_LIMIT:
@@ -552,8 +604,13 @@ def _python_search(
 # --- the tool -------------------------------------------------------------------
 
 
+@guarded
 def grep(request: ToolRequest, args: GrepArgs) -> ToolResult:
-    root = workspace_root(request.workspace_root)
+    with WorkspaceRoot(request.workspace_root) as ws:
+        return _grep(request, args, ws)
+
+
+def _grep(request: ToolRequest, args: GrepArgs, ws: WorkspaceRoot) -> ToolResult:
     pattern = args.pattern
     include = args.include if args.include and args.include.strip() else None
     for name, value in (("pattern", pattern), ("include", include or "")):
@@ -573,22 +630,23 @@ def grep(request: ToolRequest, args: GrepArgs) -> ToolResult:
             "include must be a positive glob such as '*.py' or 'src/**/*.ts' "
             "(to leave files out, narrow path or include instead)",
         )
-    target = resolve_inside(root, args.path)
     try:
-        st = os.stat(target)
+        loc, st = ws.lookup(args.path)
     except FileNotFoundError:
+        loc, st = None, None
+    if loc is not None:
+        loc.close()
+    if loc is None or st is None:
         return _error(
-            request, f"path {args.path!r} does not exist; give a file or folder relative to the workspace root"
+            request, f"path {shown_path(args.path)} does not exist; give a file or folder relative to the workspace root"
         )
-    except OSError as exc:
-        return _error(request, f"cannot access path {args.path!r}: {exc.strerror or exc}")
     if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
         return _error(
             request,
-            f"path {args.path!r} is not a regular file or folder (a FIFO, socket or device); "
+            f"path {shown_path(args.path)} is not a regular file or folder (a FIFO, socket or device); "
             "grep only searches files",
         )
-    rel_path = relative_to_root(root, target)
+    rel_path = loc.rel
     deadline = time.monotonic() + GREP_TIMEOUT_S
 
     metadata: dict[str, str] = {}
@@ -596,8 +654,10 @@ def grep(request: ToolRequest, args: GrepArgs) -> ToolResult:
     search: _Search | None = None
     if rg is not None:
         try:
-            search = _run_ripgrep(rg, root, rel_path, pattern, include, args.ignore_case, deadline)
+            search = _run_ripgrep(rg, ws, rel_path, pattern, include, args.ignore_case, deadline)
             metadata["engine"] = ENGINE_RIPGREP
+            if not search.jailed:
+                metadata["confinement"] = "starting folder only (bubblewrap unavailable)"
         except OSError as exc:
             why_not = f"{rg} could not be started ({exc.strerror or exc})"
     if search is None:
@@ -608,7 +668,7 @@ def grep(request: ToolRequest, args: GrepArgs) -> ToolResult:
         log.warning("grep downgraded to the Python fallback: %s", why_not)
         metadata["engine"] = ENGINE_PYTHON
         metadata["warning"] = warning
-        search = _python_search(root, rel_path, pattern, include, args.ignore_case, deadline)
+        search = _python_search(ws.fd, rel_path, pattern, include, args.ignore_case, deadline)
 
     if search.fatal is not None:
         hint = ""
@@ -683,13 +743,16 @@ class _ConfinedGlob(wcglob.Glob):  # type: ignore[type-arg]
     them. tests/test_search_tools.py pins each of these behaviours, so a
     wcmatch upgrade that changes this internal hook fails loudly."""
 
-    def __init__(self, pattern: str, *, root_dir: str, deadline: float) -> None:
+    def __init__(self, pattern: str, *, base_fd: int, deadline: float) -> None:
         self.io_errors: list[tuple[str, OSError]] = []
         self._deadline = deadline
         # NOUNIQUE: wcmatch's per-path uniqueness check is a Python call per
         # result; glob_files removes duplicates (from '{a,a}' or 'x/**/y/**')
         # in one C-level pass instead.
-        super().__init__(pattern, flags=GLOB_FLAGS | wcglob.NOUNIQUE, root_dir=root_dir)
+        # wcmatch's own checks of literal names go through the base folder's
+        # descriptor (its /proc magic link), never through its name.
+        self._base_fd = base_fd
+        super().__init__(pattern, flags=GLOB_FLAGS | wcglob.NOUNIQUE, root_dir=f"/proc/self/fd/{base_fd}")
 
     def _iter(self, curdir, dir_only, deep):  # type: ignore[no-untyped-def,override]
         if time.monotonic() > self._deadline:
@@ -699,8 +762,15 @@ class _ConfinedGlob(wcglob.Glob):  # type: ignore[type-arg]
             # Python's recursion limit and say so.
             self.io_errors.append((curdir, OSError(f"nested more than {GLOB_MAX_DEPTH} folders deep; not searched")))
             return
-        folder = os.path.join(self.root_dir, curdir) if curdir else self.root_dir
+        check()
         no_dot = not self.dot
+        try:
+            # Opened beneath the base through no symlink: a folder swapped for
+            # a link after it was listed is refused (ELOOP), not followed.
+            folder = open_beneath(self._base_fd, curdir or ".", os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as exc:
+            self.io_errors.append((curdir or ".", exc))
+            return
         try:
             with os.scandir(folder) as scan:
                 for entry in scan:
@@ -716,6 +786,8 @@ class _ConfinedGlob(wcglob.Glob):  # type: ignore[type-arg]
                     yield name, is_dir, no_dot and name[:1] == ".", False
         except OSError as exc:
             self.io_errors.append((curdir or ".", exc))
+        finally:
+            os.close(folder)
 
 
 def _normalise_pattern(pattern: str) -> str:
@@ -773,25 +845,32 @@ def _sorted_paths(found: list[str], prefix: str) -> list[str]:
     return paths
 
 
+@guarded
 def glob_files(request: ToolRequest, args: GlobArgs) -> ToolResult:
-    root = workspace_root(request.workspace_root)
     problem = _pattern_problem(args.pattern)
     if problem:
         return _error(request, problem)
-    pattern = _normalise_pattern(args.pattern)
-    base = resolve_inside(root, args.path)
-    if not base.exists():
-        return _error(request, f"path {args.path!r} does not exist; give a folder relative to the workspace root")
-    if not base.is_dir():
-        return _error(
-            request,
-            f"path {args.path!r} is a file, not a folder; glob searches under a folder. "
-            "To check one file, use its folder as path and its name as pattern, or use read_file",
-        )
-    rel_base = relative_to_root(root, base)
-    prefix = "" if rel_base == "." else rel_base + "/"
+    with WorkspaceRoot(request.workspace_root) as ws:
+        try:
+            base_fd, rel_base = ws.open_dir(args.path, flags=os.O_PATH)
+        except FileNotFoundError:
+            return _error(request, f"path {shown_path(args.path)} does not exist; give a folder relative to the workspace root")
+        except NotADirectoryError:
+            return _error(
+                request,
+                f"path {shown_path(args.path)} is a file, not a folder; glob searches under a folder. "
+                "To check one file, use its folder as path and its name as pattern, or use read_file",
+            )
+        try:
+            return _glob_in(request, args, ws, base_fd, rel_base)
+        finally:
+            os.close(base_fd)
 
-    finder = _ConfinedGlob(pattern, root_dir=str(base), deadline=time.monotonic() + GLOB_TIMEOUT_S)
+
+def _glob_in(request: ToolRequest, args: GlobArgs, ws: WorkspaceRoot, base_fd: int, rel_base: str) -> ToolResult:
+    pattern = _normalise_pattern(args.pattern)
+    prefix = "" if rel_base == "." else rel_base + "/"
+    finder = _ConfinedGlob(pattern, base_fd=base_fd, deadline=time.monotonic() + GLOB_TIMEOUT_S)
     try:
         found = list(dict.fromkeys(finder.glob()))
     except _GlobTimeout:
@@ -826,7 +905,7 @@ def glob_files(request: ToolRequest, args: GlobArgs) -> ToolResult:
     else:
         parts.append("\n".join(shown))
     if total > len(shown):
-        artifact = save_artifact(root, request.call_id, "glob", "\n".join(paths) + "\n")
+        artifact = save_artifact(ws.path, request.call_id, "glob", "\n".join(paths) + "\n")
         metadata["full_output"] = artifact
         parts.append(
             f"[showing {len(shown)} of {total} matching files, sorted by path; the full list is saved in "
