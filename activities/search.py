@@ -727,9 +727,11 @@ class _GlobTimeout(Exception):
 # _ConfinedGlob overrides a private wcmatch method (checked with wcmatch 12).
 # If a wcmatch release reshapes it, refuse to import rather than silently
 # run wcmatch's own scan, which follows symlinked folders.
-if list(inspect.signature(wcglob.Glob._iter).parameters) != ["self", "curdir", "dir_only", "deep"]:
+if list(inspect.signature(wcglob.Glob._iter).parameters) != ["self", "curdir", "dir_only", "deep"] or list(
+    inspect.signature(wcglob.Glob._lexists).parameters
+) != ["self", "path"]:
     raise ImportError(
-        f"wcmatch {wcmatch.__version__} changed Glob._iter; update activities/search.py (_ConfinedGlob)"
+        f"wcmatch {wcmatch.__version__} changed Glob._iter or _lexists; update activities/search.py (_ConfinedGlob)"
     )
 
 
@@ -753,6 +755,23 @@ class _ConfinedGlob(wcglob.Glob):  # type: ignore[type-arg]
         # descriptor (its /proc magic link), never through its name.
         self._base_fd = base_fd
         super().__init__(pattern, flags=GLOB_FLAGS | wcglob.NOUNIQUE, root_dir=f"/proc/self/fd/{base_fd}")
+
+    def _lexists(self, path):  # type: ignore[no-untyped-def,override]
+        """wcmatch's check that a literal name exists ('src/app.py'), made
+        beneath the base descriptor through no symlink: its own
+        ``os.path.lexists`` would follow 'src' if it were a link to outside."""
+        parent, _, name = path.rpartition("/")
+        try:
+            folder = open_beneath(self._base_fd, parent or ".", os.O_PATH | os.O_DIRECTORY)
+        except OSError:
+            return False
+        try:
+            os.stat(name, dir_fd=folder, follow_symlinks=False)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(folder)
 
     def _iter(self, curdir, dir_only, deep):  # type: ignore[no-untyped-def,override]
         if time.monotonic() > self._deadline:

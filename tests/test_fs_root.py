@@ -120,6 +120,19 @@ def test_symlink_loops_and_files_as_folders_are_error_results(workspace: Path, t
         assert ("loop" in result.output or "file" in result.output), result.output
 
 
+def test_glob_literal_names_are_not_looked_up_through_a_link_out(workspace: Path, tmp_path: Path) -> None:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("s\n")
+    (workspace / "d").symlink_to(tmp_path / "outside")
+    (workspace / "real").mkdir()
+    (workspace / "real" / "here.txt").write_text("h\n")
+    for pattern in ("d/secret.txt", "d/*.txt", "*/secret.txt", "{d,real}/*.txt"):
+        result = run(workspace, "glob", ".", pattern=pattern)
+        assert result.metadata["matches"] == ("1" if "real" in pattern else "0"), (pattern, result.output)
+        assert "d/secret.txt" not in result.output.splitlines()
+    assert run(workspace, "glob", ".", pattern="real/here.txt").output == "real/here.txt"
+
+
 # ------------------------------------------------------ the two resolutions
 
 
