@@ -255,7 +255,9 @@ class WorkspaceRoot:
         """The kernel's resolution of the folder; None to take the slow walk
         (no openat2, or a case the walk explains or handles better)."""
         try:
-            fd = openat2(self.fd, "/".join(parts[:-1]) or ".", _DIR, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+            # No O_NOFOLLOW: RESOLVE_BENEATH already keeps a final link of the folder path inside.
+            fd = openat2(self.fd, "/".join(parts[:-1]) or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC,
+                         RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
         except (_NoOpenat2, OSError):
             return None
         try:

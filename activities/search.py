@@ -861,7 +861,14 @@ def _sorted_paths(found: list[str], prefix: str) -> list[str]:
         "\n".join(paths).encode("utf-8")
     except UnicodeEncodeError:  # names that are not valid UTF-8
         paths = [_printable(p) for p in paths]
+    if _CONTROL.search("".join(paths)):
+        # A name with a newline would read as two files: show it escaped (the
+        # file tools refuse such names anyway, so nobody can use it unseen).
+        paths = [_CONTROL.sub(lambda m: ascii(m.group())[1:-1], p) for p in paths]
     return paths
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 @guarded

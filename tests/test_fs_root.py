@@ -70,6 +70,14 @@ def test_write_file_never_creates_a_name_with_a_newline(workspace: Path) -> None
     assert os.listdir(workspace) == []
 
 
+def test_glob_shows_names_with_control_characters_escaped(workspace: Path) -> None:
+    (workspace / "two\nlines.txt").write_text("x\n")
+    (workspace / "red\x1b[31m.txt").write_text("x\n")
+    (workspace / "plain.txt").write_text("x\n")
+    result = run(workspace, "glob", ".", pattern="*.txt")
+    assert result.output.splitlines() == ["plain.txt", "red\\x1b[31m.txt", "two\\nlines.txt"]
+
+
 def test_plain_unicode_names_are_fine(workspace: Path) -> None:
     for name in ("café.txt", "日本語.md", "emoji-🙂.txt", "a b.txt"):
         assert run(workspace, "write_file", name).status == ToolStatus.OK
