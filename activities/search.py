@@ -657,7 +657,7 @@ def _grep(request: ToolRequest, args: GrepArgs, ws: WorkspaceRoot) -> ToolResult
             search = _run_ripgrep(rg, ws, rel_path, pattern, include, args.ignore_case, deadline)
             metadata["engine"] = ENGINE_RIPGREP
             if not search.jailed:
-                metadata["confinement"] = "starting folder only (bubblewrap unavailable)"
+                metadata["confinement"] = "starting folder only (no bubblewrap jail for rg on this worker)"
         except OSError as exc:
             why_not = f"{rg} could not be started ({exc.strerror or exc})"
     if search is None:
