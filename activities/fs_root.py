@@ -245,11 +245,15 @@ class WorkspaceRoot:
         folders raise FileNotFoundError, or are created with
         ``create_parents``. Escapes raise WorkspaceError."""
         parts = self.parts(path)
+        loc = None
         if parts and ".." not in parts and not create_parents:
-            fast = self._locate_openat2(parts, follow)
-            if fast is not None:
-                return fast
-        return self._walk(path, parts, follow, create_parents)
+            loc = self._locate_openat2(parts, follow)
+        if loc is None:
+            loc = self._walk(path, parts, follow, create_parents)
+        if control_character(loc.rel) is not None:  # reached through a link to such a name
+            loc.close()
+            check_name(loc.rel)
+        return loc
 
     def _locate_openat2(self, parts: list[str], follow: bool) -> Location | None:
         """The kernel's resolution of the folder; None to take the slow walk
@@ -298,19 +302,19 @@ class WorkspaceRoot:
                     f"{_join('/'.join(names), name)}; give a plain path"
                 )
             where = _join("/".join(names), name)
+            check_name(target)
             if target.startswith("/"):
                 rest = self._strip_root(target)
                 if rest is None:
                     raise WorkspaceError(
                         f"path {shown(path)} resolves outside the workspace: it goes through the symlink "
-                        f"{where} -> {target}; only files under the workspace root can be used"
+                        f"{where} -> {shown(target)}; only files under the workspace root can be used"
                     )
                 while fds:
                     os.close(fds.pop())
                 names.clear()
                 pending.extend(reversed(rest))
             else:
-                check_name(target)
                 pending.extend(reversed([p for p in target.split("/") if p not in ("", ".")]))
 
         try:

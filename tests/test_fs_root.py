@@ -64,6 +64,15 @@ def test_names_with_control_characters_are_refused_by_every_tool(workspace: Path
     assert listing(workspace) == ["a"]  # nothing created
 
 
+@pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file"])
+def test_a_link_to_a_name_with_control_characters_is_refused_too(workspace: Path, tool: str) -> None:
+    (workspace / "evil\x1b[2Jdir").mkdir()
+    (workspace / "evil\x1b[2Jdir" / "f.txt").write_text("a\n")
+    (workspace / "plain").symlink_to("evil\x1b[2Jdir")
+    result = run(workspace, tool, "plain/f.txt")
+    assert result.status == ToolStatus.ERROR and "U+001B" in result.output, result.output
+
+
 def test_write_file_never_creates_a_name_with_a_newline(workspace: Path) -> None:
     result = run(workspace, "write_file", "notes\n.txt", content="hello\n")
     assert result.status == ToolStatus.ERROR and "U+000A" in result.output
