@@ -5,6 +5,7 @@ the openat2 and component-by-component resolutions agreeing."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -189,6 +190,22 @@ def test_openat2_is_used_where_the_kernel_has_it() -> None:
     if not fs_root.openat2_available():
         pytest.skip("this kernel (or its seccomp filter) has no openat2")
     assert fs_root._openat2_works is True
+
+
+@pytest.mark.parametrize("err", [errno.ENOSYS, errno.EPERM])  # an old kernel, a seccomp filter
+def test_without_openat2_the_walk_takes_over(tree: Path, monkeypatch: pytest.MonkeyPatch, err: int) -> None:
+    import ctypes
+
+    class NoOpenat2:
+        def syscall(self, *args: object) -> int:
+            ctypes.set_errno(err)
+            return -1
+
+    monkeypatch.setattr(fs_root, "_libc", NoOpenat2())
+    monkeypatch.setattr(fs_root, "_openat2_works", None)
+    assert _outcome(tree, "in/m.py") == "ok src/pkg/m.py m.py"
+    assert fs_root._openat2_works is False  # detected once, not tried again
+    assert _outcome(tree, "out/x").startswith("refused")
 
 
 def test_openat2_and_the_component_walk_agree(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
