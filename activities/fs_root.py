@@ -12,8 +12,11 @@ descriptor (``os.open``/``os.stat``/``os.mkdir``/``os.rename`` with
 Resolution, beneath the root's descriptor:
 
 - ``openat2(2)`` with ``RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`` where the
-  kernel has it: the kernel refuses any escape (``..``, absolute or outside
-  symlinks, ``/proc`` magic links) atomically;
+  kernel has it (called through ctypes; ENOSYS or EPERM, from an old kernel or
+  a seccomp filter, switch to the walk for good): the kernel resolves the
+  folder and refuses any escape (``..``, absolute or outside symlinks,
+  ``/proc`` magic links) atomically; a final name that is a symlink is left
+  to the walk;
 - otherwise, or when openat2 refuses (it rejects *every* absolute symlink, also
   one pointing back inside), component by component with
   ``O_PATH | O_DIRECTORY | O_NOFOLLOW``: a symlink met on the way is read with
