@@ -28,8 +28,8 @@ from core.contracts import Snapshot, ToolRequest, ToolResult, ToolStatus
 from core.tool_specs import EditFileArgs, GlobArgs, GrepArgs, ReadFileArgs, WriteFileArgs
 from tests.support import SingleToolWorkflow
 
-CALLS = 3000  # per run, across the three tools
-MAX_SECONDS = 6.0  # bound on the loop, whatever the machine's speed
+CALLS = 2000  # per run, across the three tools
+MAX_SECONDS = 4.0  # bound on the loop, whatever the machine's speed
 
 # The attacker: swap 'd' (a folder) and 'dlink' (a symlink to the outside
 # folder) atomically with renameat2(RENAME_EXCHANGE), as fast as it can, so
