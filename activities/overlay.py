@@ -1,0 +1,370 @@
+"""Copy-on-write capture of a command's workspace effects (DESIGN.md §10).
+
+The command runs on an overlay: the workspace is the lower layer, a per-call
+folder under ``.agent-artifacts/txn/<turn>/<call>/`` holds the upper layer,
+and the workspace itself is untouched until the changeset is applied. The
+overlay is mounted in a private mount namespace over the workspace's own
+path, so bubblewrap's usual ``--bind WS WS`` binds the merged view without
+knowing about it; ``Capture.wrap(bwrap_argv)`` is all the executor changes.
+
+The launcher is fixed: ``unshare`` (as root: a mount namespace; otherwise a
+user namespace mapping us to root, with ``userxattr``) runs ``/bin/sh -c
+LAUNCHER`` whose script is a constant; paths and the command's argv are its
+positional arguments, never part of a shell string. It:
+
+1. bind-mounts the real artifacts folder aside (on ``hold/``, kept open as
+   the shell's cwd: once the overlay covers the workspace, that path no longer
+   reaches the bind), mounts the overlay over the workspace, and moves the
+   artifacts folder back on top (read-only): a
+   command can read earlier full outputs but never forge a journal, and the
+   upper layer (which lives inside the lower one) is never looked up through
+   the overlay (the kernel answers ELOOP, "overlapping layers", for that);
+2. writes the ``mounted`` marker (its ctime is the command's start mark);
+3. hides ``txn/`` behind an empty read-only tmpfs (no ELOOP noise for
+   ``find``/``grep -r``) and execs the command (bubblewrap).
+
+Overlay options: ``redirect_dir=off`` (a renamed folder is copied, so the
+upper layer holds plain files), ``metacopy=off`` (a chmod copies the data
+too), ``index=off``. Whiteouts (char device 0/0) are deletions; an opaque
+folder (``trusted.overlay.opaque`` / ``user.overlay.opaque``) replaced
+whatever the workspace held there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from activities.changeset import DIR, FILE, SPECIAL_BITS, SYMLINK, Change, Changeset, Node, detect_renames
+from activities.txn_store import (
+    MOUNTED,
+    ThroughSymlink,
+    artifacts_base,
+    call_dir,
+    open_dir,
+    open_root,
+    sha256_fd,
+    sha256_file,
+    split,
+    under_artifacts,
+)
+from activities.workspace import ARTIFACTS_DIR
+
+TXN_ENV = "AGENT_TOOLS_TXN"  # auto (default) | off
+
+_LAUNCHER = r"""
+ws=$1 hold=$2 opts=$3 marker=$4 mnt=$5
+shift 5
+"$mnt" --bind "$ws/.agent-artifacts" "$hold" || exit 125
+cd "$hold" || exit 125
+"$mnt" -t overlay overlay -o "$opts" "$ws" || exit 125
+"$mnt" --no-canonicalize --move . "$ws/.agent-artifacts" || exit 125
+cd / || exit 125
+: > "$marker" || exit 125
+"$mnt" -t tmpfs -o ro,size=4k,mode=755 txn-hidden "$ws/.agent-artifacts/txn" || exit 125
+"$mnt" -o remount,bind,ro "$ws/.agent-artifacts" || exit 125
+exec "$@"
+"""
+
+
+class CaptureUnavailable(Exception):
+    """Overlay capture cannot work here; the message says why."""
+
+
+def _mode() -> str:
+    return "root" if os.geteuid() == 0 else "userns"
+
+
+def _tools() -> tuple[str, str, str]:
+    unshare, mount, sh = shutil.which("unshare"), shutil.which("mount"), "/bin/sh"
+    if unshare is None or mount is None:
+        raise CaptureUnavailable("unshare(1) or mount(1) is not installed")
+    return unshare, mount, sh
+
+
+def _check_path(path: str) -> None:
+    # The overlay's option string is split on ',' and lowerdir on ':'.
+    bad = sorted({c for c in path if c in ",:\\\n"})
+    if bad:
+        raise CaptureUnavailable(f"the workspace path contains {''.join(bad)!r}, which overlay mount options cannot carry")
+
+
+@dataclass
+class Capture:
+    """One command's overlay: ``wrap`` its argv, run it, then ``scan``."""
+
+    workspace: str
+    dir: str  # the call's transaction folder
+    mode: str = field(default_factory=_mode)
+
+    @property
+    def upper(self) -> str:
+        return os.path.join(self.dir, "upper")
+
+    @property
+    def work(self) -> str:
+        return os.path.join(self.dir, "work")
+
+    @property
+    def marker(self) -> str:
+        return os.path.join(self.dir, MOUNTED)
+
+    def options(self) -> str:
+        opts = f"lowerdir={self.workspace},upperdir={self.upper},workdir={self.work}"
+        if self.mode == "userns":
+            return opts + ",userxattr"  # redirect_dir/metacopy/index are off with userxattr
+        return opts + ",redirect_dir=off,metacopy=off,index=off"
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """The launcher argv that runs ``argv`` (bubblewrap's) on the overlay."""
+        unshare, mount, sh = _tools()
+        ns = ["--mount", "--propagation", "private"]
+        if self.mode == "userns":
+            ns = ["--user", "--map-root-user", *ns]
+        hold = os.path.join(self.dir, "hold")
+        return [unshare, *ns, "--", sh, "-c", _LAUNCHER, "txn-launch",
+                self.workspace, hold, self.options(), self.marker, mount, *argv]
+
+    def mounted(self) -> bool:
+        """Did the command start on the overlay (the launcher got that far)?"""
+        return os.path.exists(self.marker)
+
+    def started_ns(self) -> int:
+        return os.lstat(self.marker).st_ctime_ns
+
+    def discard(self) -> None:
+        """Remove the layers (a timed-out or refused command applies nothing)."""
+        for path in (self.upper, self.work, os.path.join(self.dir, "hold")):
+            remove_tree(path)
+
+
+def remove_tree(path: str) -> None:
+    def fix(func, p, _exc):  # the overlay's work/work is mode 000
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+        except OSError:
+            pass
+        func(p)
+
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=fix)
+
+
+def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
+    """Prepare an empty overlay for one call. Raises CaptureUnavailable."""
+    if os.environ.get(TXN_ENV, "auto").strip().lower() == "off":
+        raise CaptureUnavailable(f"disabled ({TXN_ENV}=off)")
+    root = os.path.realpath(workspace)
+    _check_path(root)
+    _tools()
+    artifacts_base(root)
+    cap = Capture(root, call_dir(root, turn_id, call_id, create=True))
+    cap.discard()
+    if os.path.lexists(cap.marker):
+        os.unlink(cap.marker)
+    for path in (cap.upper, cap.work, os.path.join(cap.dir, "hold")):
+        os.mkdir(path, 0o700)
+    return cap
+
+
+_status: dict[int, tuple[bool, str]] = {}
+
+
+def overlay_status(workspace: str) -> tuple[bool, str]:
+    """(works, reason): probed once per filesystem by running ``true`` on an overlay."""
+    root = os.path.realpath(workspace)
+    try:
+        dev = os.stat(root).st_dev
+    except OSError as exc:
+        return False, f"cannot stat the workspace: {exc}"
+    if dev not in _status:
+        _status[dev] = _probe(root)
+    return _status[dev]
+
+
+def _probe(root: str) -> tuple[bool, str]:
+    try:
+        cap = begin(root, ".probe", f"p{os.getpid()}")
+    except (CaptureUnavailable, OSError) as exc:
+        return False, str(exc)
+    try:
+        true = shutil.which("true") or "/bin/true"
+        proc = subprocess.run(cap.wrap([true]), capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0 or not cap.mounted():
+            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            return False, f"overlay mount failed (exit {proc.returncode}: {err[-1] if err else 'no message'})"
+        return True, ""
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"overlay launcher could not run: {exc}"
+    finally:
+        remove_tree(os.path.dirname(cap.dir))
+
+
+# --- scanning the upper layer -----------------------------------------------------
+
+
+@dataclass
+class Scan:
+    changeset: Changeset
+    changed_during: list[str]  # workspace paths the changeset touches that changed after the command started
+
+
+class _Lower:
+    """Read the real workspace through directory descriptors (no symlink
+    in a parent is ever followed)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.fd = open_root(root)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def stat(self, rel: str) -> os.stat_result | None:
+        parent, name = split(rel)
+        try:
+            dfd = open_dir(self.fd, parent)
+        except (ThroughSymlink, FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            return os.lstat(name, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        finally:
+            os.close(dfd)
+
+    def node(self, rel: str, st: os.stat_result | None = None) -> Node | None:
+        st = st or self.stat(rel)
+        if st is None:
+            return None
+        return node_of(st, lambda: self._hash(rel), lambda: self._readlink(rel))
+
+    def _hash(self, rel: str) -> str:
+        parent, name = split(rel)
+        dfd = open_dir(self.fd, parent)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+        try:
+            return sha256_fd(fd)
+        finally:
+            os.close(fd)
+
+    def _readlink(self, rel: str) -> str:
+        parent, name = split(rel)
+        dfd = open_dir(self.fd, parent)
+        try:
+            return os.readlink(name, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+
+    def children(self, rel: str) -> list[str]:
+        try:
+            dfd = open_dir(self.fd, rel)
+        except (ThroughSymlink, FileNotFoundError):
+            return []
+        try:
+            return sorted(os.listdir(dfd))
+        finally:
+            os.close(dfd)
+
+
+def node_of(st: os.stat_result, hash_fn, readlink_fn) -> Node | None:
+    mode = stat.S_IMODE(st.st_mode) & ~SPECIAL_BITS
+    if stat.S_ISREG(st.st_mode):
+        return Node(FILE, mode, st.st_size, hash_fn())
+    if stat.S_ISDIR(st.st_mode):
+        return Node(DIR, mode)
+    if stat.S_ISLNK(st.st_mode):
+        return Node(SYMLINK, 0, 0, "", readlink_fn())
+    return None  # fifos, sockets, devices: not something a changeset carries
+
+
+def _opaque(path: str) -> bool:
+    for name in ("trusted.overlay.opaque", "user.overlay.opaque"):
+        try:
+            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def scan(cap: Capture) -> Scan:
+    """Turn the upper layer into a changeset (upper vs the real workspace)."""
+    lower = _Lower(cap.workspace)
+    started = cap.started_ns() if cap.mounted() else 0
+    changes: list[Change] = []
+    skipped: list[tuple[str, str]] = []
+    during: list[str] = []
+
+    def note_old(rel: str, st: os.stat_result | None) -> None:
+        if st is not None and started and st.st_ctime_ns >= started:
+            during.append(rel)
+
+    def delete_lower_tree(rel: str, keep: set[str]) -> None:
+        """Everything the workspace holds below ``rel`` except names in keep."""
+        for name in lower.children(rel):
+            if name in keep:
+                continue
+            child = f"{rel}/{name}" if rel else name
+            st = lower.stat(child)
+            old = lower.node(child, st) if st else None
+            note_old(child, st)
+            if old is None:
+                if st is not None:
+                    skipped.append((child, "special file in the workspace; left in place"))
+                continue
+            if old.kind == DIR:
+                delete_lower_tree(child, set())
+            changes.append(Change(child, old, None))
+
+    def visit(rel_dir: str, hidden: bool) -> None:
+        top = os.path.join(cap.upper, rel_dir) if rel_dir else cap.upper
+        with os.scandir(top) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if under_artifacts(rel):
+                skipped.append((rel, f"under {ARTIFACTS_DIR}: never applied"))
+                continue
+            st = entry.stat(follow_symlinks=False)
+            lst = lower.stat(rel)
+            old = lower.node(rel, lst) if lst else None
+            note_old(rel, lst)
+            if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # whiteout
+                if old is not None:
+                    if old.kind == DIR:
+                        delete_lower_tree(rel, set())
+                    changes.append(Change(rel, old, None))
+                continue
+            new = node_of(st, lambda: sha256_file(entry.path), lambda: os.readlink(entry.path))
+            if new is None:
+                skipped.append((rel, "fifo, socket or device file: not applied"))
+                continue
+            opaque = new.kind == DIR and (hidden or _opaque(entry.path))
+            if old is not None and old.kind == DIR and (new.kind != DIR or opaque):
+                names = set(os.listdir(entry.path)) if new.kind == DIR else set()
+                delete_lower_tree(rel, names)
+            if new.kind == DIR:
+                if old is None or not old.same(new):
+                    changes.append(Change(rel, old, new))
+                visit(rel, opaque)
+                continue
+            if old is not None and old.same(new):
+                continue  # copied up but unchanged (opened for writing, touched)
+            changes.append(Change(rel, old, new, content=f"upper/{rel}", mtime_ns=st.st_mtime_ns))
+
+    try:
+        visit("", False)
+    finally:
+        lower.close()
+    detect_renames(changes)
+    return Scan(Changeset(changes, skipped), sorted(set(during)))
+

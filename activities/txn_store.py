@@ -1,0 +1,233 @@
+"""Where transactional bash keeps its state, and the careful file operations
+it uses on the real workspace.
+
+Layout (all inside the workspace's artifacts folder, so on the workspace's
+filesystem: hard links and renames between them never copy):
+
+    <ws>/.agent-artifacts/txn/<turn>/<call>/
+        upper/ work/      the overlay's upper layer and work dir (during a capture)
+        mounted           written by the launcher right before the command starts;
+                          its ctime is the "command started" mark for conflict checks
+        content/<i>       the changeset's new file contents (moved out of upper/)
+        pre/<i>           pre-images (hard links to the replaced inodes, or copies)
+        manifest.json     the journal (fsync'd, replaced atomically)
+        applied           marker: the journal has been applied
+
+Every write into the workspace goes through directory descriptors opened
+component by component with O_NOFOLLOW (``open_dir``), so neither the
+changeset nor a concurrent process can make the worker (which is not
+sandboxed) write through a symlink.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import stat
+from typing import Any, Iterator
+
+from activities.workspace import ARTIFACTS_DIR, WorkspaceError
+
+TXN_DIR = "txn"
+MANIFEST = "manifest.json"
+APPLIED = "applied"
+MOUNTED = "mounted"
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class ThroughSymlink(Exception):
+    """A path component is a symlink (or not a folder): refusing to go through it."""
+
+
+def safe_name(value: str, fallback: str) -> str:
+    """A call or turn id as one path component (ids are model/user supplied)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in value)[:96].strip(".")
+    return cleaned or fallback
+
+
+def artifacts_base(root: str) -> str:
+    """<ws>/.agent-artifacts, created (with its ``*`` .gitignore) if missing;
+    refused when a command replaced it with a symlink or a file."""
+    base = os.path.join(root, ARTIFACTS_DIR)
+    try:
+        st = os.lstat(base)
+        if not stat.S_ISDIR(st.st_mode):
+            raise WorkspaceError(f"{ARTIFACTS_DIR} in the workspace is a symlink or not a folder; remove it")
+    except FileNotFoundError:
+        os.mkdir(base, 0o755)
+    ignore = os.path.join(base, ".gitignore")
+    if not os.path.lexists(ignore):
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write("*\n")
+    return base
+
+
+def turn_dir(root: str, turn_id: str, create: bool = False) -> str:
+    base = os.path.join(root, ARTIFACTS_DIR, TXN_DIR)
+    if create:
+        base = os.path.join(artifacts_base(root), TXN_DIR)
+        os.makedirs(base, exist_ok=True)
+    path = os.path.join(base, safe_name(turn_id, "turn"))
+    if create:
+        os.makedirs(path, exist_ok=True)
+    return path
+
+
+def call_dir(root: str, turn_id: str, call_id: str, create: bool = False) -> str:
+    path = os.path.join(turn_dir(root, turn_id, create), safe_name(call_id, "call"))
+    if create:
+        os.makedirs(path, exist_ok=True)
+    for part in (os.path.join(root, ARTIFACTS_DIR), os.path.dirname(path), path):
+        if os.path.islink(part):
+            raise WorkspaceError(f"{part} is a symlink; refusing to keep transaction state there")
+    return path
+
+
+def under_artifacts(rel: str) -> bool:
+    return rel == ARTIFACTS_DIR or rel.startswith(ARTIFACTS_DIR + "/")
+
+
+# --- durability ---------------------------------------------------------------
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def sync_filesystem(path: str) -> None:
+    """One syncfs(2) for the filesystem holding ``path``: far cheaper than an
+    fsync per file when a changeset holds thousands of files."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if _libc.syncfs(fd) != 0:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_json_durably(path: str, data: Any) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, separators=(",", ":"))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(path))
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, _DIR_FLAGS)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def touch_durably(path: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(os.path.dirname(path))
+
+
+# --- hashing and copying ------------------------------------------------------
+
+
+def sha256_fd(fd: int) -> str:
+    digest = hashlib.sha256()
+    os.lseek(fd, 0, os.SEEK_SET)
+    while chunk := os.read(fd, 1 << 20):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_file(path: str) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return sha256_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def link_or_copy(src: str, dst: str, *, link: bool = True) -> None:
+    """Hard-link src to dst (same filesystem: no data copied), else copy."""
+    if link:
+        try:
+            os.link(src, dst, follow_symlinks=False)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+                raise
+    fd_in = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fd_out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            while chunk := os.read(fd_in, 1 << 20):
+                os.write(fd_out, chunk)
+            st = os.fstat(fd_in)
+            os.fchmod(fd_out, stat.S_IMODE(st.st_mode))
+            os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(fd_out)
+    finally:
+        os.close(fd_in)
+
+
+# --- directory-descriptor walks on the workspace -------------------------------
+
+
+def open_root(root: str) -> int:
+    return os.open(root, _DIR_FLAGS)
+
+
+def open_dir(root_fd: int, rel_dir: str) -> int:
+    """Open the folder ``rel_dir`` (relative, '/'-separated) below root_fd, one
+    component at a time with O_NOFOLLOW. Raises ThroughSymlink when a
+    component is a symlink or not a folder, FileNotFoundError when missing."""
+    fd = os.dup(root_fd)
+    for part in [p for p in rel_dir.split("/") if p]:
+        if part in (".", ".."):
+            os.close(fd)
+            raise ThroughSymlink(f"path component {part!r} in {rel_dir!r}")
+        try:
+            nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise ThroughSymlink(f"{rel_dir!r}: {part!r} is a symlink or not a folder") from None
+            raise
+        os.close(fd)
+        fd = nfd
+    return fd
+
+
+def split(rel: str) -> tuple[str, str]:
+    parent, _, name = rel.rpartition("/")
+    return parent, name
+
+
+def walk_files(top: str) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, lstat) of everything below ``top``, parents first,
+    never following symlinks."""
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        with os.scandir(os.path.join(top, rel_dir) if rel_dir else top) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            st = entry.stat(follow_symlinks=False)
+            yield rel, st
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(rel)

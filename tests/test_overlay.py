@@ -1,0 +1,85 @@
+"""Overlay capture on real mounts with real bubblewrap: the workspace stays
+untouched and the upper layer becomes exactly the command's changeset."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from activities import overlay
+from tests.txn_helpers import run_captured, tree
+
+pytestmark = pytest.mark.skipif(not overlay.overlay_status("/tmp")[0], reason="overlay capture unavailable here")
+
+
+def _actions(scan) -> dict[str, str]:
+    return {c.path: c.action for c in scan.changeset.changes}
+
+
+def test_command_sees_its_writes_but_the_workspace_is_untouched(workspace):
+    (workspace / "a.txt").write_text("one\n")
+    before = tree(workspace)
+    cap, proc = run_captured(workspace, "echo two >> a.txt && cat a.txt && echo new > b.txt")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "one\ntwo\n"
+    assert tree(workspace) == before
+    assert cap.mounted()
+    assert _actions(overlay.scan(cap)) == {"a.txt": "modify", "b.txt": "create"}
+
+
+def test_deletes_renames_modes_symlinks_and_replaced_folders(workspace):
+    (workspace / "sub" / "deep").mkdir(parents=True)
+    (workspace / "sub" / "s").write_text("s")
+    (workspace / "sub" / "deep" / "d").write_text("d")
+    (workspace / "r").write_text("rename me")
+    (workspace / "x").write_text("x")
+    (workspace / "f").write_text("file becomes folder")
+    cap, proc = run_captured(
+        workspace,
+        "rm -r sub && mkdir sub && echo z > sub/z && mv r r2 && chmod 700 x && ln -s x link"
+        " && rm f && mkdir f && echo in > f/in",
+    )
+    assert proc.returncode == 0, proc.stderr
+    scan = overlay.scan(cap)
+    assert _actions(scan) == {
+        "sub/s": "delete", "sub/deep": "delete", "sub/deep/d": "delete", "sub/z": "create",
+        "r": "delete", "r2": "create", "x": "mode", "link": "create", "f": "replace", "f/in": "create",
+    }
+    by_path = {c.path: c for c in scan.changeset.changes}
+    assert by_path["r2"].renamed_from == "r"
+    assert by_path["x"].new.mode == 0o700
+    assert by_path["link"].new.target == "x"
+    assert scan.changed_during == []
+
+
+def test_journals_are_hidden_and_artifacts_read_only_inside_the_view(workspace):
+    (workspace / ".agent-artifacts").mkdir()
+    (workspace / ".agent-artifacts" / "out.txt").write_text("earlier output")
+    cap, proc = run_captured(
+        workspace, "cat .agent-artifacts/out.txt; ls -A .agent-artifacts/txn; touch .agent-artifacts/forged"
+    )
+    assert proc.stdout == "earlier output"  # readable, txn/ is empty in the view
+    assert "Read-only file system" in proc.stderr
+    assert not os.path.exists(workspace / ".agent-artifacts" / "forged")
+    assert not overlay.scan(cap).changeset
+
+
+def test_a_file_changed_in_the_workspace_during_the_command_is_reported(workspace):
+    (workspace / "a.txt").write_text("one\n")
+    # A concurrent writer (another tool, the user) changes the real file after
+    # the command started: its ctime is past the launcher's start marker.
+    cap, proc = run_captured(workspace, "echo two >> a.txt")
+    (workspace / "a.txt").write_text("someone else\n")
+    assert overlay.scan(cap).changed_during == ["a.txt"]
+
+
+def test_unavailable_is_reported_with_a_reason(workspace, monkeypatch):
+    monkeypatch.setenv(overlay.TXN_ENV, "off")
+    with pytest.raises(overlay.CaptureUnavailable, match="disabled"):
+        overlay.begin(str(workspace), "t", "c")
+    odd = workspace / "a,b"
+    odd.mkdir()
+    monkeypatch.delenv(overlay.TXN_ENV)
+    with pytest.raises(overlay.CaptureUnavailable, match="mount options"):
+        overlay.begin(str(odd), "t", "c")
