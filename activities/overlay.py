@@ -39,17 +39,15 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from activities.changeset import DIR, FILE, SPECIAL_BITS, SYMLINK, Change, Changeset, Node, detect_renames
+from activities.changeset import DIR, Change, Changeset, detect_renames
 from activities.txn_store import (
+    MANIFEST,
     MOUNTED,
-    ThroughSymlink,
+    WorkspaceReader,
     artifacts_base,
     call_dir,
-    open_dir,
-    open_root,
-    sha256_fd,
+    node_of,
     sha256_file,
-    split,
     under_artifacts,
 )
 from activities.workspace import ARTIFACTS_DIR
@@ -99,6 +97,8 @@ class Capture:
 
     workspace: str
     dir: str  # the call's transaction folder
+    turn_id: str = ""
+    call_id: str = ""
     mode: str = field(default_factory=_mode)
 
     @property
@@ -163,8 +163,12 @@ def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
     _check_path(root)
     _tools()
     artifacts_base(root)
-    cap = Capture(root, call_dir(root, turn_id, call_id, create=True))
+    cap = Capture(root, call_dir(root, turn_id, call_id, create=True), turn_id, call_id)
+    if os.path.exists(os.path.join(cap.dir, MANIFEST)):
+        raise FileExistsError(f"call {call_id!r} of turn {turn_id!r} already has a journal: finish it, do not re-run")
     cap.discard()
+    for leftover in ("content", "pre"):  # a run that crashed before its journal was written
+        remove_tree(os.path.join(cap.dir, leftover))
     if os.path.lexists(cap.marker):
         os.unlink(cap.marker)
     for path in (cap.upper, cap.work, os.path.join(cap.dir, "hold")):
@@ -214,78 +218,6 @@ class Scan:
     changed_during: list[str]  # workspace paths the changeset touches that changed after the command started
 
 
-class _Lower:
-    """Read the real workspace through directory descriptors (no symlink
-    in a parent is ever followed)."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.fd = open_root(root)
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-    def stat(self, rel: str) -> os.stat_result | None:
-        parent, name = split(rel)
-        try:
-            dfd = open_dir(self.fd, parent)
-        except (ThroughSymlink, FileNotFoundError, NotADirectoryError):
-            return None
-        try:
-            return os.lstat(name, dir_fd=dfd)
-        except FileNotFoundError:
-            return None
-        finally:
-            os.close(dfd)
-
-    def node(self, rel: str, st: os.stat_result | None = None) -> Node | None:
-        st = st or self.stat(rel)
-        if st is None:
-            return None
-        return node_of(st, lambda: self._hash(rel), lambda: self._readlink(rel))
-
-    def _hash(self, rel: str) -> str:
-        parent, name = split(rel)
-        dfd = open_dir(self.fd, parent)
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-        finally:
-            os.close(dfd)
-        try:
-            return sha256_fd(fd)
-        finally:
-            os.close(fd)
-
-    def _readlink(self, rel: str) -> str:
-        parent, name = split(rel)
-        dfd = open_dir(self.fd, parent)
-        try:
-            return os.readlink(name, dir_fd=dfd)
-        finally:
-            os.close(dfd)
-
-    def children(self, rel: str) -> list[str]:
-        try:
-            dfd = open_dir(self.fd, rel)
-        except (ThroughSymlink, FileNotFoundError):
-            return []
-        try:
-            return sorted(os.listdir(dfd))
-        finally:
-            os.close(dfd)
-
-
-def node_of(st: os.stat_result, hash_fn, readlink_fn) -> Node | None:
-    mode = stat.S_IMODE(st.st_mode) & ~SPECIAL_BITS
-    if stat.S_ISREG(st.st_mode):
-        return Node(FILE, mode, st.st_size, hash_fn())
-    if stat.S_ISDIR(st.st_mode):
-        return Node(DIR, mode)
-    if stat.S_ISLNK(st.st_mode):
-        return Node(SYMLINK, 0, 0, "", readlink_fn())
-    return None  # fifos, sockets, devices: not something a changeset carries
-
-
 def _opaque(path: str) -> bool:
     for name in ("trusted.overlay.opaque", "user.overlay.opaque"):
         try:
@@ -298,7 +230,7 @@ def _opaque(path: str) -> bool:
 
 def scan(cap: Capture) -> Scan:
     """Turn the upper layer into a changeset (upper vs the real workspace)."""
-    lower = _Lower(cap.workspace)
+    lower = WorkspaceReader(cap.workspace)
     started = cap.started_ns() if cap.mounted() else 0
     changes: list[Change] = []
     skipped: list[tuple[str, str]] = []

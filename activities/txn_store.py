@@ -29,6 +29,7 @@ import os
 import stat
 from typing import Any, Iterator
 
+from activities.changeset import DIR, FILE, SPECIAL_BITS, SYMLINK, Node
 from activities.workspace import ARTIFACTS_DIR, WorkspaceError
 
 TXN_DIR = "txn"
@@ -160,23 +161,32 @@ def sha256_file(path: str) -> str:
         os.close(fd)
 
 
-def link_or_copy(src: str, dst: str, *, link: bool = True) -> None:
-    """Hard-link src to dst (same filesystem: no data copied), else copy."""
+def link_or_copy(src: str, dst: str, *, dst_dir_fd: int | None = None, link: bool = True, mode: int | None = None) -> None:
+    """Hard-link ``src`` to ``dst`` (no data copied), else copy it (mode and
+    mtime kept). ``dst`` is created, never followed, relative to dst_dir_fd."""
     if link:
         try:
-            os.link(src, dst, follow_symlinks=False)
+            os.link(src, dst, dst_dir_fd=dst_dir_fd, follow_symlinks=False)
+            if mode is not None:
+                fd = os.open(dst, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dst_dir_fd)
+                try:
+                    if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+                        os.fchmod(fd, mode)
+                finally:
+                    os.close(fd)
             return
         except OSError as exc:
             if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
                 raise
     fd_in = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        fd_out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd_out = os.open(dst, flags, 0o600, dir_fd=dst_dir_fd)
         try:
             while chunk := os.read(fd_in, 1 << 20):
                 os.write(fd_out, chunk)
             st = os.fstat(fd_in)
-            os.fchmod(fd_out, stat.S_IMODE(st.st_mode))
+            os.fchmod(fd_out, stat.S_IMODE(st.st_mode) if mode is None else mode)
             os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))
         finally:
             os.close(fd_out)
@@ -231,3 +241,82 @@ def walk_files(top: str) -> Iterator[tuple[str, os.stat_result]]:
             yield rel, st
             if stat.S_ISDIR(st.st_mode):
                 stack.append(rel)
+
+
+class WorkspaceReader:
+    """Read the real workspace through directory descriptors (no symlink
+    in a parent is ever followed)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.fd = open_root(root)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def stat(self, rel: str, strict: bool = False) -> os.stat_result | None:
+        """lstat of ``rel``; None when absent. A symlink (or file) among its
+        parents counts as absent, or raises ThroughSymlink when ``strict``."""
+        parent, name = split(rel)
+        try:
+            dfd = open_dir(self.fd, parent)
+        except ThroughSymlink:
+            if strict:
+                raise
+            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            return os.lstat(name, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        finally:
+            os.close(dfd)
+
+    def node(self, rel: str, st: os.stat_result | None = None, content: bool = True) -> Node | None:
+        """The node at ``rel`` (None: absent); ``content=False`` skips hashing."""
+        st = st or self.stat(rel)
+        if st is None:
+            return None
+        return node_of(st, (lambda: self._hash(rel)) if content else str, lambda: self._readlink(rel))
+
+    def _hash(self, rel: str) -> str:
+        parent, name = split(rel)
+        dfd = open_dir(self.fd, parent)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+        try:
+            return sha256_fd(fd)
+        finally:
+            os.close(fd)
+
+    def _readlink(self, rel: str) -> str:
+        parent, name = split(rel)
+        dfd = open_dir(self.fd, parent)
+        try:
+            return os.readlink(name, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+
+    def children(self, rel: str) -> list[str]:
+        try:
+            dfd = open_dir(self.fd, rel)
+        except (ThroughSymlink, FileNotFoundError):
+            return []
+        try:
+            return sorted(os.listdir(dfd))
+        finally:
+            os.close(dfd)
+
+
+def node_of(st: os.stat_result, hash_fn, readlink_fn) -> Node | None:
+    mode = stat.S_IMODE(st.st_mode) & ~SPECIAL_BITS
+    if stat.S_ISREG(st.st_mode):
+        return Node(FILE, mode, st.st_size, hash_fn())
+    if stat.S_ISDIR(st.st_mode):
+        return Node(DIR, mode)
+    if stat.S_ISLNK(st.st_mode):
+        return Node(SYMLINK, 0, 0, "", readlink_fn())
+    return None  # fifos, sockets, devices: not something a changeset carries

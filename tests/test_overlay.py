@@ -8,7 +8,7 @@ import os
 import pytest
 
 from activities import overlay
-from tests.txn_helpers import run_captured, tree
+from tests.txn_helpers import SCRIPT, run_captured, seed, tree
 
 pytestmark = pytest.mark.skipif(not overlay.overlay_status("/tmp")[0], reason="overlay capture unavailable here")
 
@@ -29,27 +29,21 @@ def test_command_sees_its_writes_but_the_workspace_is_untouched(workspace):
 
 
 def test_deletes_renames_modes_symlinks_and_replaced_folders(workspace):
-    (workspace / "sub" / "deep").mkdir(parents=True)
-    (workspace / "sub" / "s").write_text("s")
-    (workspace / "sub" / "deep" / "d").write_text("d")
-    (workspace / "r").write_text("rename me")
-    (workspace / "x").write_text("x")
-    (workspace / "f").write_text("file becomes folder")
-    cap, proc = run_captured(
-        workspace,
-        "rm -r sub && mkdir sub && echo z > sub/z && mv r r2 && chmod 700 x && ln -s x link"
-        " && rm f && mkdir f && echo in > f/in",
-    )
+    seed(workspace)
+    cap, proc = run_captured(workspace, SCRIPT)
     assert proc.returncode == 0, proc.stderr
     scan = overlay.scan(cap)
     assert _actions(scan) == {
         "sub/s": "delete", "sub/deep": "delete", "sub/deep/d": "delete", "sub/z": "create",
-        "r": "delete", "r2": "create", "x": "mode", "link": "create", "f": "replace", "f/in": "create",
+        "r": "delete", "r2": "create", "x.sh": "mode", "link": "create", "f": "replace", "f/in": "create",
+        "dir2file": "replace", "dir2file/inner": "delete", "keep.txt": "modify",
+        "new": "create", "new/a": "create", "new/a/b": "create", "new/a/b/c": "create",
     }
     by_path = {c.path: c for c in scan.changeset.changes}
     assert by_path["r2"].renamed_from == "r"
-    assert by_path["x"].new.mode == 0o700
-    assert by_path["link"].new.target == "x"
+    assert by_path["x.sh"].new.mode == 0o755
+    assert by_path["new/a"].new.mode == 0o500
+    assert by_path["link"].new.target == "x.sh"
     assert scan.changed_during == []
 
 

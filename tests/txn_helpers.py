@@ -43,3 +43,23 @@ def tree(root: str | Path) -> dict[str, str]:
         else:
             out[rel] = p.read_bytes().decode("utf-8", "replace")
     return out
+
+
+def seed(ws: Path) -> None:
+    """A workspace for SCRIPT, which exercises every kind of change."""
+    (ws / "sub" / "deep").mkdir(parents=True)
+    (ws / "sub" / "s").write_text("s\n")
+    (ws / "sub" / "deep" / "d").write_text("d\n")
+    (ws / "r").write_text("rename me\n")
+    (ws / "x.sh").write_text("echo hi\n")
+    (ws / "f").write_text("file becomes folder\n")
+    (ws / "dir2file").mkdir()
+    (ws / "dir2file" / "inner").write_text("i\n")
+    (ws / "keep.txt").write_text("line 1\n")
+
+
+SCRIPT = (
+    "rm -r sub && mkdir sub && echo z > sub/z && mv r r2 && chmod 755 x.sh && ln -s x.sh link"
+    " && rm f && mkdir f && echo in > f/in && rm -r dir2file && echo now-a-file > dir2file"
+    " && echo 'line 2' >> keep.txt && mkdir -p new/a/b && echo deep > new/a/b/c && chmod 500 new/a"
+)

@@ -1,0 +1,202 @@
+"""Applying a changeset to the real workspace: check everything, then apply.
+
+``apply_changes`` is shared by the bash journal (new contents from the
+overlay), previews and turn rollback (pre-images as the new contents). It is
+idempotent, so a retry after a crash finishes the job:
+
+- **Check** every change first, writing nothing: the path's current node must
+  equal the change's ``old`` (still to do) or its ``new`` (done by an earlier,
+  interrupted attempt); anything else is a conflict (someone changed the file
+  since). A folder that will be removed must hold nothing the changeset does
+  not remove. A symlink the changeset places must resolve inside the
+  workspace, and no path may go through a symlink. Any problem: nothing is
+  applied.
+- **Apply** the rest in order (deletions deepest first, then parents first,
+  folder modes last). Files and symlinks are made under a temporary name in
+  their folder and renamed over the target (a crash leaves the old or the new
+  version, never half a file); every operation is relative to a folder
+  descriptor opened component by component with O_NOFOLLOW.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+
+from activities.changeset import DIR, FILE, SYMLINK, Change, apply_order, dir_modes_last, same, symlink_escapes
+from activities.txn_store import ThroughSymlink, WorkspaceReader, link_or_copy, open_dir, split, sync_filesystem
+
+
+@dataclass
+class ApplyReport:
+    status: str  # "applied" | "conflict" | "refused"
+    applied: list[str] = field(default_factory=list)  # changed now
+    already: list[str] = field(default_factory=list)  # found done (an earlier attempt got that far)
+    conflicts: list[str] = field(default_factory=list)  # "path: why"
+    refused: list[str] = field(default_factory=list)  # "path: why"
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "applied"
+
+    def text(self) -> str:
+        if self.status == "conflict":
+            return "Not applied: files changed in the workspace since the command started:\n" + "\n".join(
+                f"  {c}" for c in self.conflicts
+            )
+        if self.status == "refused":
+            return "Not applied (unsafe changeset):\n" + "\n".join(f"  {r}" for r in self.refused)
+        done = len(self.applied) + len(self.already)
+        return f"Applied {done} change{'s' if done != 1 else ''} to the workspace."
+
+
+def _plan(root: str, changes: list[Change], reader: WorkspaceReader) -> tuple[list[Change], ApplyReport]:
+    report = ApplyReport("applied")
+    pending: list[Change] = []
+    # Folders the changeset puts where a file or symlink is now: below them
+    # the workspace has nothing yet (the apply replaces them first).
+    new_dirs = {c.path for c in changes if c.new is not None and c.new.kind == DIR and (c.old is None or c.old.kind != DIR)}
+    for c in changes:
+        try:
+            st = reader.stat(c.path, strict=True)
+        except ThroughSymlink as exc:
+            parts = c.path.split("/")
+            if not any("/".join(parts[:i]) in new_dirs for i in range(1, len(parts))):
+                report.refused.append(f"{c.path}: writing through a symlink ({exc})")
+                continue
+            st = None
+        cur = reader.node(c.path, st) if st is not None else None
+        if st is not None and cur is None:
+            report.conflicts.append(f"{c.path}: is now a special file (fifo, socket or device)")
+            continue
+        if cur is not None and cur.kind == DIR and c.new is not None and c.new.kind == DIR:
+            pending.append(c)  # a folder that exists: (re)set its mode, whatever it is now
+        elif same(cur, c.new):
+            report.already.append(c.path)
+        elif same(cur, c.old):
+            pending.append(c)
+        else:
+            report.conflicts.append(f"{c.path}: {_describe(cur)} now, expected {_describe(c.old)}")
+
+    removed = {c.path for c in changes if c.new is None}
+    for c in pending:
+        if c.old is not None and c.old.kind == DIR and (c.new is None or c.new.kind != DIR):
+            extra = [n for n in reader.children(c.path) if f"{c.path}/{n}" not in removed]
+            if extra:
+                report.conflicts.append(f"{c.path}/: now holds {', '.join(sorted(extra)[:5])} (added since)")
+
+    after = {c.path: c.new for c in changes}
+
+    def lookup(rel: str):
+        if rel in after:
+            return after[rel]
+        return reader.node(rel, content=False)
+
+    for c in pending:
+        parent = split(c.path)[0]
+        if c.new is not None and parent and (lookup(parent) is None or lookup(parent).kind != DIR):
+            report.conflicts.append(f"{c.path}: its folder {parent}/ is gone or not a folder")
+    report.refused += symlink_escapes(root, changes, lookup)
+    if report.refused:
+        report.status = "refused"
+    elif report.conflicts:
+        report.status = "conflict"
+    return pending, report
+
+
+def _describe(node) -> str:
+    if node is None:
+        return "absent"
+    if node.kind == FILE:
+        return f"file ({node.size} bytes, sha256 {node.sha256[:12]})"
+    if node.kind == SYMLINK:
+        return f"symlink -> {node.target}"
+    return f"folder (mode {oct(node.mode)})"
+
+
+def apply_changes(root: str, content_dir: str, changes: list[Change], *, tag: str, link: bool = True) -> ApplyReport:
+    """Check then apply ``changes`` to the workspace at ``root``. New file
+    contents are ``content_dir/<change.content>``; ``link`` hard-links them
+    into place (the journal's own copies) instead of copying."""
+    reader = WorkspaceReader(root)
+    try:
+        pending, report = _plan(root, changes, reader)
+        if not report.ok:
+            return report
+        for c in apply_order(pending):
+            _apply_one(reader.fd, content_dir, c, _tmp_name(tag, c.path), link)
+            report.applied.append(c.path)
+        for c in dir_modes_last(pending):
+            fd = open_dir(reader.fd, c.path)
+            try:
+                os.fchmod(fd, c.new.mode)
+            finally:
+                os.close(fd)
+        if pending:
+            sync_filesystem(root)
+        return report
+    finally:
+        reader.close()
+
+
+def _tmp_name(tag: str, path: str) -> str:
+    # Stable across attempts, so a retry finds (and clears) what a crash left.
+    return f".txn-{tag[:40]}-{hashlib.sha1(path.encode()).hexdigest()[:12]}.tmp"
+
+
+def _remove(pfd: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=pfd)
+    except IsADirectoryError:
+        os.rmdir(name, dir_fd=pfd)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if exc.errno != errno.EPERM:  # EPERM: unlink of a folder on some systems
+            raise
+        os.rmdir(name, dir_fd=pfd)
+
+
+def _apply_one(root_fd: int, content_dir: str, c: Change, tmp: str, link: bool) -> None:
+    parent, name = split(c.path)
+    pfd = open_dir(root_fd, parent)
+    try:
+        if c.new is None:
+            _remove(pfd, name)
+            return
+        if c.new.kind == DIR:
+            try:
+                st = os.lstat(name, dir_fd=pfd)
+                if not stat.S_ISDIR(st.st_mode):
+                    _remove(pfd, name)
+                    raise FileNotFoundError
+            except FileNotFoundError:
+                os.mkdir(name, c.new.mode | 0o700, dir_fd=pfd)  # exact mode set last
+            return
+        try:
+            os.unlink(tmp, dir_fd=pfd)  # left by an interrupted attempt
+        except FileNotFoundError:
+            pass
+        if c.new.kind == SYMLINK:
+            os.symlink(c.new.target, tmp, dir_fd=pfd)
+        else:
+            link_or_copy(os.path.join(content_dir, c.content), tmp, dst_dir_fd=pfd, link=link, mode=c.new.mode)
+            if c.mtime_ns:
+                fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+                try:
+                    os.utime(fd, ns=(c.mtime_ns, c.mtime_ns))
+                finally:
+                    os.close(fd)
+        try:
+            st = os.lstat(name, dir_fd=pfd)
+            if stat.S_ISDIR(st.st_mode):
+                os.rmdir(name, dir_fd=pfd)  # a folder replaced by a file: emptied by the deletions before
+        except FileNotFoundError:
+            pass
+        os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
+    finally:
+        os.close(pfd)
