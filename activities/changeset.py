@@ -239,3 +239,15 @@ def file_diff(path: str, old: bytes | None, new: bytes | None) -> str:
     if len(out) > DIFF_MAX_LINES:
         out = out[:DIFF_MAX_LINES] + [f"... diff of {path} cut at {DIFF_MAX_LINES} lines\n"]
     return "".join(out)
+
+
+def read_only_refusal(verdict: str, changeset: Changeset, limit: int = 20) -> str | None:
+    """A command judged ``allow`` (read-only) must leave no changes: if it
+    did, the text saying so (and what it tried to change); else None."""
+    if verdict != "allow" or not changeset:
+        return None
+    return (
+        "The command was judged read-only (allowed without approval) but it tried to change files; "
+        "nothing was applied to the workspace. It tried to:\n" + summary(changeset, limit)
+        + "\nIf changing files is intended, ask for it explicitly (that call needs approval)."
+    )
