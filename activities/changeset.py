@@ -172,9 +172,9 @@ def resolve_inside(root: str, link_path: str, target: str, lookup: Lookup, hops:
     return parts
 
 
-def symlink_escapes(root: str, changes: list[Change], current: Lookup) -> list[str]:
-    """Problems with symlinks the changeset would place: each one pointing
-    outside the workspace (directly or through other symlinks) is listed."""
+def symlink_escapes(root: str, changes: list[Change], current: Lookup) -> list[tuple[str, str]]:
+    """(path, problem) for each symlink the changeset would place pointing
+    outside the workspace (directly or through other symlinks)."""
     after = {c.path: c.new for c in changes}
 
     def lookup(rel: str) -> Node | None:
@@ -184,7 +184,7 @@ def symlink_escapes(root: str, changes: list[Change], current: Lookup) -> list[s
     for c in changes:
         if c.new is not None and c.new.kind == SYMLINK:
             if resolve_inside(root, c.path, c.new.target, lookup) is None:
-                problems.append(f"{c.path} -> {c.new.target} (points outside the workspace)")
+                problems.append((c.path, f"{c.path} -> {c.new.target} (points outside the workspace)"))
     return problems
 
 

@@ -204,7 +204,7 @@ def _keep(reader: WorkspaceReader, rel: str, dst: str, link: bool = True) -> boo
     parent, name = split(rel)
     try:
         pfd = open_dir(reader.fd, parent)
-    except (ThroughSymlink, FileNotFoundError):
+    except (ThroughSymlink, FileNotFoundError, NotADirectoryError):
         return False
     try:
         try:

@@ -38,6 +38,11 @@ class ApplyReport:
     conflicts: list[str] = field(default_factory=list)  # "path: why"
     refused: list[str] = field(default_factory=list)  # "path: why"
     notices: list[str] = field(default_factory=list)
+    bad: set[str] = field(default_factory=set, repr=False)  # paths behind conflicts/refusals
+
+    def problem(self, kind: str, path: str, why: str) -> None:
+        (self.conflicts if kind == "conflict" else self.refused).append(f"{path}: {why}")
+        self.bad.add(path)
 
     @property
     def ok(self) -> bool:
@@ -66,28 +71,28 @@ def _plan(root: str, changes: list[Change], reader: WorkspaceReader) -> tuple[li
         except ThroughSymlink as exc:
             parts = c.path.split("/")
             if not any("/".join(parts[:i]) in new_dirs for i in range(1, len(parts))):
-                report.refused.append(f"{c.path}: writing through a symlink ({exc})")
+                report.problem("refused", c.path, f"writing through a symlink ({exc})")
                 continue
             st = None
         cur = reader.node(c.path, st) if st is not None else None
         if st is not None and cur is None:
-            report.conflicts.append(f"{c.path}: is now a special file (fifo, socket or device)")
+            report.problem("conflict", c.path, "is now a special file (fifo, socket or device)")
             continue
-        if cur is not None and cur.kind == DIR and c.new is not None and c.new.kind == DIR:
-            pending.append(c)  # a folder that exists: (re)set its mode, whatever it is now
-        elif same(cur, c.new):
+        if same(cur, c.new):
             report.already.append(c.path)
+        elif cur is not None and cur.kind == DIR and c.new is not None and c.new.kind == DIR:
+            pending.append(c)  # a folder that exists (perhaps made by an interrupted attempt): set its mode
         elif same(cur, c.old):
             pending.append(c)
         else:
-            report.conflicts.append(f"{c.path}: {_describe(cur)} now, expected {_describe(c.old)}")
+            report.problem("conflict", c.path, f"{_describe(cur)} now, expected {_describe(c.old)}")
 
     removed = {c.path for c in changes if c.new is None}
     for c in pending:
         if c.old is not None and c.old.kind == DIR and (c.new is None or c.new.kind != DIR):
             extra = [n for n in reader.children(c.path) if f"{c.path}/{n}" not in removed]
             if extra:
-                report.conflicts.append(f"{c.path}/: now holds {', '.join(sorted(extra)[:5])} (added since)")
+                report.problem("conflict", c.path, f"now holds {', '.join(sorted(extra)[:5])} (added since)")
 
     after = {c.path: c.new for c in changes}
 
@@ -99,8 +104,10 @@ def _plan(root: str, changes: list[Change], reader: WorkspaceReader) -> tuple[li
     for c in pending:
         parent = split(c.path)[0]
         if c.new is not None and parent and (lookup(parent) is None or lookup(parent).kind != DIR):
-            report.conflicts.append(f"{c.path}: its folder {parent}/ is gone or not a folder")
-    report.refused += symlink_escapes(root, changes, lookup)
+            report.problem("conflict", c.path, f"its folder {parent}/ is gone or not a folder")
+    for path, why in symlink_escapes(root, changes, lookup):
+        report.refused.append(why)
+        report.bad.add(path)
     if report.refused:
         report.status = "refused"
     elif report.conflicts:
@@ -118,13 +125,24 @@ def _describe(node) -> str:
     return f"folder (mode {oct(node.mode)})"
 
 
-def apply_changes(root: str, content_dir: str, changes: list[Change], *, tag: str, link: bool = True) -> ApplyReport:
+def apply_changes(
+    root: str, content_dir: str, changes: list[Change], *, tag: str, link: bool = True, partial: bool = False
+) -> ApplyReport:
     """Check then apply ``changes`` to the workspace at ``root``. New file
     contents are ``content_dir/<change.content>``; ``link`` hard-links them
-    into place (the journal's own copies) instead of copying."""
+    into place (the journal's own copies) instead of copying. ``partial``
+    (rollback) leaves out the changes with problems, listed, and applies the
+    rest; otherwise any problem means nothing is applied."""
     reader = WorkspaceReader(root)
     try:
         pending, report = _plan(root, changes, reader)
+        dropped = ApplyReport("applied")
+        while partial and not report.ok:
+            dropped.conflicts += report.conflicts
+            dropped.refused += report.refused
+            changes = [c for c in changes if c.path not in report.bad]
+            pending, report = _plan(root, changes, reader)
+        report.conflicts, report.refused = dropped.conflicts + report.conflicts, dropped.refused + report.refused
         if not report.ok:
             return report
         for c in apply_order(pending):

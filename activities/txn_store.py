@@ -204,7 +204,8 @@ def open_root(root: str) -> int:
 def open_dir(root_fd: int, rel_dir: str) -> int:
     """Open the folder ``rel_dir`` (relative, '/'-separated) below root_fd, one
     component at a time with O_NOFOLLOW. Raises ThroughSymlink when a
-    component is a symlink or not a folder, FileNotFoundError when missing."""
+    component is a symlink, NotADirectoryError when it is a file,
+    FileNotFoundError when missing."""
     fd = os.dup(root_fd)
     for part in [p for p in rel_dir.split("/") if p]:
         if part in (".", ".."):
@@ -213,9 +214,16 @@ def open_dir(root_fd: int, rel_dir: str) -> int:
         try:
             nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
         except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise ThroughSymlink(f"{rel_dir!r}: {part!r} is a symlink or not a folder") from None
+            try:
+                is_link = exc.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(
+                    os.lstat(part, dir_fd=fd).st_mode
+                )
+            except OSError:
+                is_link = False
+            finally:
+                os.close(fd)
+            if is_link:
+                raise ThroughSymlink(f"{rel_dir!r}: {part!r} is a symlink") from None
             raise
         os.close(fd)
         fd = nfd
@@ -303,7 +311,7 @@ class WorkspaceReader:
     def children(self, rel: str) -> list[str]:
         try:
             dfd = open_dir(self.fd, rel)
-        except (ThroughSymlink, FileNotFoundError):
+        except (ThroughSymlink, FileNotFoundError, NotADirectoryError):
             return []
         try:
             return sorted(os.listdir(dfd))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from activities import journal, overlay, txn_apply
-from tests.txn_helpers import DEFAULT_PATH, SCRIPT, run_captured, sandboxed, seed, tree
+from tests.txn_helpers import DEFAULT_PATH, SCRIPT, modes, run_captured, sandboxed, seed, tree
 
 pytestmark = pytest.mark.skipif(not overlay.overlay_status("/tmp")[0], reason="overlay capture unavailable here")
 
@@ -30,13 +29,6 @@ def capture_and_journal(ws: Path, script: str, call_id: str = CALL) -> journal.J
     out = journal.write_journal(cap, overlay.scan(cap), result={"exit_code": 0, "output": proc.stdout})
     assert out.conflicts == []
     return out.journal
-
-
-def modes(root: Path) -> dict[str, int]:
-    return {
-        p.relative_to(root).as_posix(): stat.S_IMODE(p.lstat().st_mode)
-        for p in root.rglob("*") if not p.is_symlink() and ".agent-artifacts" not in p.parts
-    }
 
 
 def test_applied_workspace_equals_a_direct_run(workspace, tmp_path):

@@ -4,6 +4,7 @@ real bubblewrap on a real overlay of a real workspace."""
 from __future__ import annotations
 
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -43,6 +44,14 @@ def tree(root: str | Path) -> dict[str, str]:
         else:
             out[rel] = p.read_bytes().decode("utf-8", "replace")
     return out
+
+
+def modes(root: Path) -> dict[str, int]:
+    """path -> permission bits of files and folders (artifacts left out)."""
+    return {
+        p.relative_to(root).as_posix(): stat.S_IMODE(p.lstat().st_mode)
+        for p in root.rglob("*") if not p.is_symlink() and ".agent-artifacts" not in p.parts
+    }
 
 
 def seed(ws: Path) -> None:
