@@ -32,7 +32,7 @@ from activities.txn_store import ThroughSymlink, WorkspaceReader, link_or_copy, 
 
 @dataclass
 class ApplyReport:
-    status: str  # "applied" | "conflict" | "refused"
+    status: str  # "applied" | "conflict" | "refused" | "stale" (previews)
     applied: list[str] = field(default_factory=list)  # changed now
     already: list[str] = field(default_factory=list)  # found done (an earlier attempt got that far)
     conflicts: list[str] = field(default_factory=list)  # "path: why"
@@ -53,6 +53,10 @@ class ApplyReport:
             return "Not applied: files changed in the workspace since the command started:\n" + "\n".join(
                 f"  {c}" for c in self.conflicts
             )
+        if self.status == "stale":
+            return ("Not applied: the workspace changed since the preview was made, so the approved diff may "
+                    "no longer be what the command would do. It must be asked (previewed) again:\n"
+                    + "\n".join(f"  {c}" for c in self.conflicts))
         if self.status == "refused":
             return "Not applied (unsafe changeset):\n" + "\n".join(f"  {r}" for r in self.refused)
         done = len(self.applied) + len(self.already)

@@ -328,3 +328,26 @@ def node_of(st: os.stat_result, hash_fn, readlink_fn) -> Node | None:
     if stat.S_ISLNK(st.st_mode):
         return Node(SYMLINK, 0, 0, "", readlink_fn())
     return None  # fifos, sockets, devices: not something a changeset carries
+
+
+def changed_since(root: str, since_ns: int, limit: int = 20) -> list[str]:
+    """Workspace paths (the artifacts folder aside) whose inode changed at or
+    after ``since_ns`` (ctime: content, mode, links; a folder's covers entries
+    added, removed or renamed in it). Stops after ``limit`` finds."""
+    found: list[str] = []
+    if os.lstat(root).st_ctime_ns >= since_ns:
+        found.append(".")
+    stack = [""]
+    while stack and len(found) < limit:
+        rel_dir = stack.pop()
+        with os.scandir(os.path.join(root, rel_dir) if rel_dir else root) as it:
+            for entry in it:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                if under_artifacts(rel):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                if st.st_ctime_ns >= since_ns:
+                    found.append(rel)
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(rel)
+    return found[:limit]
