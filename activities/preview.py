@@ -22,7 +22,7 @@ from activities.changeset import FILE, TEXT_DIFF_MAX_BYTES, file_diff, summary
 from activities.journal import JOURNALED, PREVIEWED, Journal, apply_journal, load, take_preimages, write_journal
 from activities.overlay import Capture, Scan, remove_tree
 from activities.txn_apply import ApplyReport
-from activities.txn_store import WorkspaceReader, call_dir, changed_since, open_dir, split
+from activities.txn_store import WorkspaceReader, call_dir, changed_since
 
 DIFF_MAX_CHARS = 60_000
 DIFF_FILE = "diff.txt"
@@ -58,13 +58,7 @@ def make_preview(cap: Capture, scan: Scan, *, result: dict | None = None) -> Pre
 
 
 def _read_bounded(reader: WorkspaceReader, rel: str) -> bytes:
-    parent, name = split(rel)
-    pfd = open_dir(reader.fd, parent)
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
-    finally:
-        os.close(pfd)
-    with os.fdopen(fd, "rb") as fh:
+    with os.fdopen(reader.open_file(rel), "rb") as fh:
         return fh.read(TEXT_DIFF_MAX_BYTES + 1)
 
 

@@ -288,13 +288,17 @@ class WorkspaceReader:
             return None
         return node_of(st, (lambda: self._hash(rel)) if content else str, lambda: self._readlink(rel))
 
-    def _hash(self, rel: str) -> str:
+    def open_file(self, rel: str) -> int:
+        """A read-only descriptor for the file ``rel`` (never through a symlink)."""
         parent, name = split(rel)
         dfd = open_dir(self.fd, parent)
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+            return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
         finally:
             os.close(dfd)
+
+    def _hash(self, rel: str) -> str:
+        fd = self.open_file(rel)
         try:
             return sha256_fd(fd)
         finally:
