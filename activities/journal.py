@@ -25,9 +25,9 @@ from __future__ import annotations
 import os
 import stat
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-from activities.changeset import FILE, Changeset, Node
+from activities.changeset import FILE, Changeset, Node, node_json
 from activities.overlay import Capture, Scan
 from activities.txn_apply import ApplyReport, apply_changes
 from activities.txn_store import (
@@ -86,8 +86,9 @@ class Journal:
             "version": 1, "turn_id": self.turn_id, "call_id": self.call_id, "kind": self.kind,
             "state": self.state, "created_ns": self.created_ns, "started_ns": self.started_ns,
             "changeset": self.changeset.to_json(),
-            "preimages": {p: asdict(pre) for p, pre in self.preimages.items()},
-            "posts": {p: (asdict(n) if n else None) for p, n in self.posts.items()},
+            "preimages": {p: {"node": node_json(pre.node), "file": pre.file, "kept": pre.kept, "note": pre.note}
+                          for p, pre in self.preimages.items()},
+            "posts": {p: node_json(n) for p, n in self.posts.items()},
             "result": self.result,
         })
 
@@ -146,12 +147,6 @@ def write_journal(cap: Capture, scan: Scan, *, result: dict | None = None, previ
     if scan.changed_during:
         cap.discard()
         return JournalOutcome(None, [f"{p}: changed in the workspace while the command ran" for p in scan.changed_during])
-    content_dir = os.path.join(cap.dir, "content")
-    os.makedirs(content_dir, exist_ok=True)
-    for i, c in enumerate(scan.changeset.changes):
-        if c.content.startswith("upper/"):
-            os.rename(os.path.join(cap.dir, c.content), os.path.join(content_dir, str(i)))
-            c.content = f"content/{i}"
     j = Journal(cap.dir, cap.turn_id, cap.call_id, state=PREVIEWED if preview else JOURNALED,
                 created_ns=time.time_ns(), started_ns=cap.started_ns(), changeset=scan.changeset,
                 result=result or {})
@@ -160,9 +155,9 @@ def write_journal(cap: Capture, scan: Scan, *, result: dict | None = None, previ
         if conflicts:
             cap.discard()
             return JournalOutcome(None, conflicts)
-    sync_filesystem(cap.dir)  # contents and pre-images on disk before the manifest names them
+    sync_filesystem(cap.dir)  # contents (upper/) and pre-images on disk before the manifest names them
     j.save()
-    cap.discard()
+    cap.discard(keep_upper=True)  # the upper layer holds the new contents the manifest points to
     return JournalOutcome(j)
 
 
@@ -235,9 +230,10 @@ def _keep(reader: WorkspaceReader, rel: str, dst: str, link: bool = True) -> boo
         os.close(pfd)
 
 
-def apply_journal(root: str, turn_id: str, call_id: str) -> ApplyReport:
-    """Apply (or finish applying) a journaled changeset; idempotent."""
-    j = load(root, turn_id, call_id)
+def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = None) -> ApplyReport:
+    """Apply (or finish applying) a journaled changeset; idempotent. ``j``:
+    the journal just written (saves reading it back)."""
+    j = j or load(root, turn_id, call_id)
     if j is None:
         return ApplyReport("refused", refused=[f"no journal for call {call_id!r} of turn {turn_id!r}"])
     if j.state == PREVIEWED:

@@ -39,7 +39,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from activities.changeset import DIR, Change, Changeset, detect_renames
+from activities.changeset import DIR, SPECIAL_BITS, Change, Changeset, detect_renames
 from activities.txn_store import (
     MANIFEST,
     MOUNTED,
@@ -136,9 +136,11 @@ class Capture:
     def started_ns(self) -> int:
         return os.lstat(self.marker).st_ctime_ns
 
-    def discard(self) -> None:
-        """Remove the layers (a timed-out or refused command applies nothing)."""
-        for path in (self.upper, self.work, os.path.join(self.dir, "hold")):
+    def discard(self, keep_upper: bool = False) -> None:
+        """Remove the layers (a timed-out or refused command applies nothing);
+        ``keep_upper``: only the overlay's scratch (a journal points into upper/)."""
+        for path in ((self.work, os.path.join(self.dir, "hold")) if keep_upper else
+                     (self.upper, self.work, os.path.join(self.dir, "hold"))):
             remove_tree(path)
 
 
@@ -167,8 +169,7 @@ def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
     if os.path.exists(os.path.join(cap.dir, MANIFEST)):
         raise FileExistsError(f"call {call_id!r} of turn {turn_id!r} already has a journal: finish it, do not re-run")
     cap.discard()
-    for leftover in ("content", "pre"):  # a run that crashed before its journal was written
-        remove_tree(os.path.join(cap.dir, leftover))
+    remove_tree(os.path.join(cap.dir, "pre"))  # a run that crashed before its journal was written
     if os.path.lexists(cap.marker):
         os.unlink(cap.marker)
     for path in (cap.upper, cap.work, os.path.join(cap.dir, "hold")):
@@ -291,6 +292,8 @@ def scan(cap: Capture) -> Scan:
                 continue
             if old is not None and old.same(new):
                 continue  # copied up but unchanged (opened for writing, touched)
+            if stat.S_IMODE(st.st_mode) & SPECIAL_BITS:
+                os.chmod(entry.path, new.mode)  # our copy: setuid/setgid never reach the workspace
             changes.append(Change(rel, old, new, content=f"upper/{rel}", mtime_ns=st.st_mtime_ns))
 
     try:

@@ -104,7 +104,7 @@ def apply_preview(root: str, turn_id: str, call_id: str) -> ApplyReport:
         return ApplyReport("stale", conflicts=conflicts)
     j.state = JOURNALED
     j.save()
-    return apply_journal(root, turn_id, call_id)
+    return apply_journal(root, turn_id, call_id, j)
 
 
 def discard_preview(root: str, turn_id: str, call_id: str) -> None:

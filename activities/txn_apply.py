@@ -39,6 +39,7 @@ class ApplyReport:
     refused: list[str] = field(default_factory=list)  # "path: why"
     notices: list[str] = field(default_factory=list)
     bad: set[str] = field(default_factory=set, repr=False)  # paths behind conflicts/refusals
+    absent: set[str] = field(default_factory=set, repr=False)  # pending paths found absent by the check
 
     def problem(self, kind: str, path: str, why: str) -> None:
         (self.conflicts if kind == "conflict" else self.refused).append(f"{path}: {why}")
@@ -64,6 +65,8 @@ class ApplyReport:
 
 
 def _plan(root: str, changes: list[Change], reader: WorkspaceReader) -> tuple[list[Change], ApplyReport]:
+    """(changes still to apply, report with problems). ``report.absent``:
+    pending paths that do not exist now."""
     report = ApplyReport("applied")
     pending: list[Change] = []
     # Folders the changeset puts where a file or symlink is now: below them
@@ -88,6 +91,8 @@ def _plan(root: str, changes: list[Change], reader: WorkspaceReader) -> tuple[li
             pending.append(c)  # a folder that exists (perhaps made by an interrupted attempt): set its mode
         elif same(cur, c.old):
             pending.append(c)
+            if cur is None:
+                report.absent.add(c.path)
         else:
             report.problem("conflict", c.path, f"{_describe(cur)} now, expected {_describe(c.old)}")
 
@@ -150,7 +155,7 @@ def apply_changes(
         if not report.ok:
             return report
         for c in apply_order(pending):
-            _apply_one(reader.fd, content_dir, c, _tmp_name(tag, c.path), link)
+            _apply_one(reader, content_dir, c, tag, link, c.path in report.absent)
             report.applied.append(c.path)
         for c in dir_modes_last(pending):
             fd = open_dir(reader.fd, c.path)
@@ -183,42 +188,47 @@ def _remove(pfd: int, name: str) -> None:
         os.rmdir(name, dir_fd=pfd)
 
 
-def _apply_one(root_fd: int, content_dir: str, c: Change, tmp: str, link: bool) -> None:
+def _mode(c: Change, link: bool) -> int | None:
+    # Linked contents are the journal's own files, whose mode the scan already
+    # made exact (special bits stripped): no chmod, no extra syscalls.
+    return None if link else c.new.mode
+
+
+def _apply_one(reader: WorkspaceReader, content_dir: str, c: Change, tag: str, link: bool, absent: bool) -> None:
     parent, name = split(c.path)
-    pfd = open_dir(root_fd, parent)
+    pfd = reader.dir_fd(parent)
+    if absent and c.new is not None and c.new.kind == FILE:
+        # Nothing there (the check saw so): linking (or copying) straight to the
+        # name is already all-or-nothing, no temporary needed.
+        try:
+            link_or_copy(os.path.join(content_dir, c.content), name, dst_dir_fd=pfd, link=link, mode=_mode(c, link))
+            return
+        except FileExistsError:
+            pass
     try:
-        if c.new is None:
+        st = os.lstat(name, dir_fd=pfd)
+    except FileNotFoundError:
+        st = None
+    reader.forget(c.path)  # whatever was known about this path as a folder is about to change
+    if c.new is None:
+        _remove(pfd, name)
+        return
+    if c.new.kind == DIR:
+        if st is not None and not stat.S_ISDIR(st.st_mode):
             _remove(pfd, name)
-            return
-        if c.new.kind == DIR:
-            try:
-                st = os.lstat(name, dir_fd=pfd)
-                if not stat.S_ISDIR(st.st_mode):
-                    _remove(pfd, name)
-                    raise FileNotFoundError
-            except FileNotFoundError:
-                os.mkdir(name, c.new.mode | 0o700, dir_fd=pfd)  # exact mode set last
-            return
-        try:
-            os.unlink(tmp, dir_fd=pfd)  # left by an interrupted attempt
-        except FileNotFoundError:
-            pass
-        if c.new.kind == SYMLINK:
-            os.symlink(c.new.target, tmp, dir_fd=pfd)
-        else:
-            link_or_copy(os.path.join(content_dir, c.content), tmp, dst_dir_fd=pfd, link=link, mode=c.new.mode)
-            if c.mtime_ns:
-                fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
-                try:
-                    os.utime(fd, ns=(c.mtime_ns, c.mtime_ns))
-                finally:
-                    os.close(fd)
-        try:
-            st = os.lstat(name, dir_fd=pfd)
-            if stat.S_ISDIR(st.st_mode):
-                os.rmdir(name, dir_fd=pfd)  # a folder replaced by a file: emptied by the deletions before
-        except FileNotFoundError:
-            pass
-        os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
-    finally:
-        os.close(pfd)
+            st = None
+        if st is None:
+            os.mkdir(name, c.new.mode | 0o700, dir_fd=pfd)  # exact mode set last
+        return
+    tmp = _tmp_name(tag, c.path)
+    try:
+        os.unlink(tmp, dir_fd=pfd)  # left by an interrupted attempt
+    except FileNotFoundError:
+        pass
+    if c.new.kind == SYMLINK:
+        os.symlink(c.new.target, tmp, dir_fd=pfd)
+    else:
+        link_or_copy(os.path.join(content_dir, c.content), tmp, dst_dir_fd=pfd, link=link, mode=_mode(c, link))
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        os.rmdir(name, dir_fd=pfd)  # a folder replaced by a file: emptied by the deletions before
+    os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)

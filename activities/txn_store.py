@@ -5,10 +5,10 @@ Layout (all inside the workspace's artifacts folder, so on the workspace's
 filesystem: hard links and renames between them never copy):
 
     <ws>/.agent-artifacts/txn/<turn>/<call>/
-        upper/ work/      the overlay's upper layer and work dir (during a capture)
+        upper/ work/      the overlay's upper layer and work dir; once journaled,
+                          upper/ holds the new file contents the manifest names
         mounted           written by the launcher right before the command starts;
                           its ctime is the "command started" mark for conflict checks
-        content/<i>       the changeset's new file contents (moved out of upper/)
         pre/<i>           pre-images (hard links to the replaced inodes, or copies)
         manifest.json     the journal (fsync'd, replaced atomically)
         applied           marker: the journal has been applied
@@ -113,7 +113,7 @@ def write_json_durably(path: str, data: Any) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, separators=(",", ":"))
+        fh.write(json.dumps(data, separators=(",", ":")))  # dumps: the C encoder (dump is pure Python)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -252,22 +252,61 @@ def walk_files(top: str) -> Iterator[tuple[str, os.stat_result]]:
 
 
 class WorkspaceReader:
-    """Read the real workspace through directory descriptors (no symlink
-    in a parent is ever followed)."""
+    """Read (and, for the apply, reach) the real workspace through directory
+    descriptors opened one component at a time with O_NOFOLLOW: no symlink
+    among a path's parents is ever followed. Folder descriptors are cached
+    (a changeset of 10,000 files in one folder opens it once); ``forget`` a
+    folder the caller removes or replaces. A descriptor from ``dir_fd`` is
+    valid until the next ``dir_fd`` call: use it, do not keep it."""
+
+    CACHE = 64
 
     def __init__(self, root: str) -> None:
         self.root = root
         self.fd = open_root(root)
+        self._dirs: dict[str, int] = {}
+        self._missing: dict[str, type[OSError]] = {}  # folders found absent (or files): 10,000 new files in one
 
     def close(self) -> None:
+        for fd in self._dirs.values():
+            os.close(fd)
+        self._dirs.clear()
         os.close(self.fd)
 
+    def dir_fd(self, rel_dir: str) -> int:
+        """The folder ``rel_dir``; raises like ``open_dir``."""
+        if not rel_dir:
+            return self.fd
+        fd = self._dirs.pop(rel_dir, None)
+        if fd is None:
+            if rel_dir in self._missing:
+                raise self._missing[rel_dir](errno.ENOENT, "not a folder here", rel_dir)
+            parent, name = split(rel_dir)
+            try:
+                fd = open_dir(self.dir_fd(parent), name)
+            except (FileNotFoundError, NotADirectoryError) as exc:
+                if len(self._missing) > 4096:
+                    self._missing.clear()
+                self._missing[rel_dir] = type(exc)
+                raise
+            while len(self._dirs) >= self.CACHE:
+                os.close(self._dirs.pop(next(iter(self._dirs))))
+        self._dirs[rel_dir] = fd  # most recently used last
+        return fd
+
+    def forget(self, rel: str) -> None:
+        """The caller removed, replaced or created ``rel``: drop what is cached about it."""
+        for key in [k for k in self._dirs if k == rel or k.startswith(rel + "/")]:
+            os.close(self._dirs.pop(key))
+        for key in [k for k in self._missing if k == rel or k.startswith(rel + "/")]:
+            del self._missing[key]
+
     def stat(self, rel: str, strict: bool = False) -> os.stat_result | None:
-        """lstat of ``rel``; None when absent. A symlink (or file) among its
-        parents counts as absent, or raises ThroughSymlink when ``strict``."""
+        """lstat of ``rel``; None when absent. A symlink among its parents
+        counts as absent, or raises ThroughSymlink when ``strict``."""
         parent, name = split(rel)
         try:
-            dfd = open_dir(self.fd, parent)
+            dfd = self.dir_fd(parent)
         except ThroughSymlink:
             if strict:
                 raise
@@ -278,8 +317,6 @@ class WorkspaceReader:
             return os.lstat(name, dir_fd=dfd)
         except FileNotFoundError:
             return None
-        finally:
-            os.close(dfd)
 
     def node(self, rel: str, st: os.stat_result | None = None, content: bool = True) -> Node | None:
         """The node at ``rel`` (None: absent); ``content=False`` skips hashing."""
@@ -291,11 +328,7 @@ class WorkspaceReader:
     def open_file(self, rel: str) -> int:
         """A read-only descriptor for the file ``rel`` (never through a symlink)."""
         parent, name = split(rel)
-        dfd = open_dir(self.fd, parent)
-        try:
-            return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-        finally:
-            os.close(dfd)
+        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.dir_fd(parent))
 
     def _hash(self, rel: str) -> str:
         fd = self.open_file(rel)
@@ -306,11 +339,7 @@ class WorkspaceReader:
 
     def _readlink(self, rel: str) -> str:
         parent, name = split(rel)
-        dfd = open_dir(self.fd, parent)
-        try:
-            return os.readlink(name, dir_fd=dfd)
-        finally:
-            os.close(dfd)
+        return os.readlink(name, dir_fd=self.dir_fd(parent))
 
     def children(self, rel: str) -> list[str]:
         try:
