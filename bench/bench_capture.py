@@ -64,7 +64,11 @@ def _captured(script: str, n: int) -> tuple[float, float, float]:
 
 
 def run(quick: bool = False) -> list[dict]:
-    ok, reason = overlay.overlay_status(tempfile.gettempdir())
+    probe = tempfile.mkdtemp(prefix="bench-probe-")  # same filesystem as the workspaces below
+    try:
+        ok, reason = overlay.overlay_status(probe)
+    finally:
+        shutil.rmtree(probe)
     if not ok:
         return [{"benchmark": "bash capture", "measured": "", "baseline": "", "ratio": None, "goal": "",
                  "met": False, "notes": f"capture=unavailable: {reason}"}]

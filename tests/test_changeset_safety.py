@@ -11,9 +11,9 @@ import pytest
 
 from activities import journal, overlay
 from activities.changeset import read_only_refusal
-from tests.txn_helpers import run_captured, tree
+from tests.txn_helpers import needs_overlay, run_captured, tree
 
-pytestmark = pytest.mark.skipif(not overlay.overlay_status("/tmp")[0], reason="overlay capture unavailable here")
+pytestmark = needs_overlay
 
 TURN, CALL = "turn-1", "call-1"
 

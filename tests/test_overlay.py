@@ -8,9 +8,9 @@ import os
 import pytest
 
 from activities import overlay
-from tests.txn_helpers import SCRIPT, run_captured, seed, tree
+from tests.txn_helpers import SCRIPT, needs_overlay, run_captured, seed, tree
 
-pytestmark = pytest.mark.skipif(not overlay.overlay_status("/tmp")[0], reason="overlay capture unavailable here")
+pytestmark = needs_overlay
 
 
 def _actions(scan) -> dict[str, str]:

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from activities import journal, overlay, txn_apply
-from tests.txn_helpers import DEFAULT_PATH, SCRIPT, modes, run_captured, sandboxed, seed, tree
+from tests.txn_helpers import DEFAULT_PATH, SCRIPT, modes, needs_overlay, run_captured, sandboxed, seed, tree
 
-pytestmark = pytest.mark.skipif(not overlay.overlay_status("/tmp")[0], reason="overlay capture unavailable here")
+pytestmark = needs_overlay
 
 REPO = Path(__file__).resolve().parent.parent
 TURN, CALL = "turn-1", "call-1"

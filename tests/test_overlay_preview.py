@@ -4,13 +4,11 @@ and a workspace changed since means asking again."""
 
 from __future__ import annotations
 
-import pytest
-
 from activities import journal, overlay
 from activities.preview import apply_preview, discard_preview, make_preview
-from tests.txn_helpers import run_captured, tree
+from tests.txn_helpers import needs_overlay, run_captured, tree
 
-pytestmark = pytest.mark.skipif(not overlay.overlay_status("/tmp")[0], reason="overlay capture unavailable here")
+pytestmark = needs_overlay
 
 TURN, CALL = "turn-p", "call-p"
 SCRIPT = "echo appended >> log.txt && cp src.txt copy.txt && printf '\\000\\001' > blob.bin && echo run >> runs"

@@ -9,13 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from activities import journal, overlay
 from activities.rollback import rollback_turn
-from tests.txn_helpers import SCRIPT, modes, run_captured, seed, tree
+from tests.txn_helpers import SCRIPT, modes, needs_overlay, run_captured, seed, tree
 
-pytestmark = pytest.mark.skipif(not overlay.overlay_status("/tmp")[0], reason="overlay capture unavailable here")
+pytestmark = needs_overlay
 
 REPO = Path(__file__).resolve().parent.parent
 TURN = "turn-9"

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import subprocess
 
-import pytest
-
 from activities import overlay, txn
-from tests.txn_helpers import DEFAULT_PATH, sandboxed, tree
+from tests.txn_helpers import DEFAULT_PATH, needs_overlay, sandboxed, tree
 
-pytestmark = pytest.mark.skipif(not overlay.overlay_status("/tmp")[0], reason="overlay capture unavailable here")
+pytestmark = needs_overlay
 
 TURN = "turn-api"
 

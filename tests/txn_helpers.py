@@ -6,12 +6,27 @@ from __future__ import annotations
 import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from activities import overlay
 from activities.bash import DEFAULT_PATH, bwrap_argv
 
 BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
+
+
+def _capture_works() -> tuple[bool, str]:
+    probe = tempfile.mkdtemp(prefix="txn-probe-")  # same filesystem as pytest's tmp_path
+    try:
+        return overlay.overlay_status(probe)
+    finally:
+        shutil.rmtree(probe)
+
+
+_OK, _WHY = _capture_works()
+needs_overlay = pytest.mark.skipif(not _OK, reason=f"overlay capture unavailable here: {_WHY}")
 
 
 def sandboxed(workspace: str | Path, script: str) -> list[str]:
