@@ -10,18 +10,20 @@ knowing about it; ``Capture.wrap(bwrap_argv)`` is all the executor changes.
 The launcher is fixed: ``unshare`` (as root: a mount namespace; otherwise a
 user namespace mapping us to root, with ``userxattr``) runs ``/bin/sh -c
 LAUNCHER`` whose script is a constant; paths and the command's argv are its
-positional arguments, never part of a shell string. It:
+positional arguments, never part of a shell string. In that namespace it:
 
-1. bind-mounts the real artifacts folder aside (on ``hold/``, kept open as
-   the shell's cwd: once the overlay covers the workspace, that path no longer
-   reaches the bind), mounts the overlay over the workspace, and moves the
-   artifacts folder back on top (read-only): a
-   command can read earlier full outputs but never forge a journal, and the
-   upper layer (which lives inside the lower one) is never looked up through
-   the overlay (the kernel answers ELOOP, "overlapping layers", for that);
-2. writes the ``mounted`` marker (its ctime is the command's start mark);
-3. hides ``txn/`` behind an empty read-only tmpfs (no ELOOP noise for
-   ``find``/``grep -r``) and execs the command (bubblewrap).
+1. mounts the overlay on an empty "view" folder outside the workspace (a
+   fresh temporary folder of the worker's);
+2. binds the real artifacts folder over the view's, read-only: a command can
+   read earlier full outputs but never forge a journal, and the upper layer
+   (which lives inside the lower one) is never looked up through the overlay
+   (the kernel answers ELOOP, "overlapping layers", for that);
+3. writes the ``mounted`` marker (its ctime is the command's start mark) and
+   hides ``txn/`` behind an empty read-only tmpfs (no ELOOP noise for
+   ``find``/``grep -r``);
+4. binds the view (recursively) over the workspace's own path and execs the
+   command (bubblewrap). ``mount --move`` would save the view folder but is
+   refused in a user namespace.
 
 Overlay options: ``redirect_dir=off`` (a renamed folder is copied, so the
 upper layer holds plain files), ``metacopy=off`` (a chmod copies the data
@@ -36,6 +38,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -55,16 +58,14 @@ from activities.workspace import ARTIFACTS_DIR
 TXN_ENV = "AGENT_TOOLS_TXN"  # auto (default) | off
 
 _LAUNCHER = r"""
-ws=$1 hold=$2 opts=$3 marker=$4 mnt=$5
+ws=$1 view=$2 opts=$3 marker=$4 mnt=$5
 shift 5
-"$mnt" --bind "$ws/.agent-artifacts" "$hold" || exit 125
-cd "$hold" || exit 125
-"$mnt" -t overlay overlay -o "$opts" "$ws" || exit 125
-"$mnt" --no-canonicalize --move . "$ws/.agent-artifacts" || exit 125
-cd / || exit 125
+"$mnt" -t overlay overlay -o "$opts" "$view" || exit 125
+"$mnt" --bind "$ws/.agent-artifacts" "$view/.agent-artifacts" || exit 125
 : > "$marker" || exit 125
-"$mnt" -t tmpfs -o ro,size=4k,mode=755 txn-hidden "$ws/.agent-artifacts/txn" || exit 125
-"$mnt" -o remount,bind,ro "$ws/.agent-artifacts" || exit 125
+"$mnt" -t tmpfs -o ro,size=4k,mode=755 txn-hidden "$view/.agent-artifacts/txn" || exit 125
+"$mnt" -o remount,bind,ro "$view/.agent-artifacts" || exit 125
+"$mnt" --rbind "$view" "$ws" || exit 125
 exec "$@"
 """
 
@@ -97,6 +98,7 @@ class Capture:
 
     workspace: str
     dir: str  # the call's transaction folder
+    view: str = ""  # the empty folder the overlay is mounted on (outside the workspace)
     turn_id: str = ""
     call_id: str = ""
     mode: str = field(default_factory=_mode)
@@ -125,9 +127,8 @@ class Capture:
         ns = ["--mount", "--propagation", "private"]
         if self.mode == "userns":
             ns = ["--user", "--map-root-user", *ns]
-        hold = os.path.join(self.dir, "hold")
         return [unshare, *ns, "--", sh, "-c", _LAUNCHER, "txn-launch",
-                self.workspace, hold, self.options(), self.marker, mount, *argv]
+                self.workspace, self.view, self.options(), self.marker, mount, *argv]
 
     def mounted(self) -> bool:
         """Did the command start on the overlay (the launcher got that far)?"""
@@ -139,22 +140,34 @@ class Capture:
     def discard(self, keep_upper: bool = False) -> None:
         """Remove the layers (a timed-out or refused command applies nothing);
         ``keep_upper``: only the overlay's scratch (a journal points into upper/)."""
-        for path in ((self.work, os.path.join(self.dir, "hold")) if keep_upper else
-                     (self.upper, self.work, os.path.join(self.dir, "hold"))):
+        for path in (self.work,) if keep_upper else (self.upper, self.work):
             remove_tree(path)
+        self.drop_view()
+
+    def drop_view(self) -> None:
+        """Remove the view folder once the command is over (it was only ever
+        a mount point inside the command's namespace: empty out here)."""
+        if self.view:
+            try:
+                os.rmdir(self.view)
+            except OSError:
+                pass
 
 
 def remove_tree(path: str) -> None:
-    def fix(func, p, _exc):  # the overlay's work/work is mode 000
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
-        except OSError:
-            pass
-        func(p)
-
-    if os.path.lexists(path):
-        shutil.rmtree(path, onerror=fix)
+    if not os.path.lexists(path):
+        return
+    try:
+        shutil.rmtree(path)
+        return
+    except PermissionError:
+        pass  # the overlay's work/work is mode 000; as non-root we must open it up first
+    for dirpath, dirnames, _ in os.walk(path):  # top-down: a folder is opened up before it is entered
+        for name in dirnames:
+            full = os.path.join(dirpath, name)
+            if not os.path.islink(full):
+                os.chmod(full, 0o700)
+    shutil.rmtree(path)
 
 
 def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
@@ -165,14 +178,17 @@ def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
     _check_path(root)
     _tools()
     artifacts_base(root)
-    cap = Capture(root, call_dir(root, turn_id, call_id, create=True), turn_id, call_id)
-    if os.path.exists(os.path.join(cap.dir, MANIFEST)):
+    folder = call_dir(root, turn_id, call_id, create=True)
+    if os.path.exists(os.path.join(folder, MANIFEST)):
         raise FileExistsError(f"call {call_id!r} of turn {turn_id!r} already has a journal: finish it, do not re-run")
-    cap.discard()
-    remove_tree(os.path.join(cap.dir, "pre"))  # a run that crashed before its journal was written
-    if os.path.lexists(cap.marker):
-        os.unlink(cap.marker)
-    for path in (cap.upper, cap.work, os.path.join(cap.dir, "hold")):
+    for leftover in ("upper", "work", "pre", MOUNTED):  # a run that crashed before its journal was written
+        path = os.path.join(folder, leftover)
+        if os.path.isdir(path) and not os.path.islink(path):
+            remove_tree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+    cap = Capture(root, folder, tempfile.mkdtemp(prefix="agent-txn-view-"), turn_id, call_id)
+    for path in (cap.upper, cap.work):
         os.mkdir(path, 0o700)
     return cap
 
@@ -207,6 +223,7 @@ def _probe(root: str) -> tuple[bool, str]:
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"overlay launcher could not run: {exc}"
     finally:
+        cap.drop_view()
         remove_tree(os.path.dirname(cap.dir))
 
 
@@ -231,6 +248,7 @@ def _opaque(path: str) -> bool:
 
 def scan(cap: Capture) -> Scan:
     """Turn the upper layer into a changeset (upper vs the real workspace)."""
+    cap.drop_view()
     lower = WorkspaceReader(cap.workspace)
     started = cap.started_ns() if cap.mounted() else 0
     changes: list[Change] = []

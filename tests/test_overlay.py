@@ -4,11 +4,12 @@ untouched and the upper layer becomes exactly the command's changeset."""
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
 from activities import overlay
-from tests.txn_helpers import SCRIPT, needs_overlay, run_captured, seed, tree
+from tests.txn_helpers import DEFAULT_PATH, SCRIPT, needs_overlay, run_captured, sandboxed, seed, tree
 
 pytestmark = needs_overlay
 
@@ -45,6 +46,21 @@ def test_deletes_renames_modes_symlinks_and_replaced_folders(workspace):
     assert by_path["new/a"].new.mode == 0o500
     assert by_path["link"].new.target == "x.sh"
     assert scan.changed_during == []
+
+
+def test_user_namespace_mode_captures_too(workspace):
+    """What a worker that is not root uses (unshare --user --map-root-user,
+    overlay with userxattr: opaque folders are marked user.overlay.opaque)."""
+    (workspace / "a").write_text("a\n")
+    (workspace / "d").mkdir()
+    (workspace / "d" / "x").write_text("x\n")
+    cap = overlay.begin(str(workspace), "t", "c")
+    cap.mode = "userns"
+    proc = subprocess.run(cap.wrap(sandboxed(cap.workspace, "echo b >> a && rm -r d && mkdir d && echo y > d/y")),
+                          capture_output=True, text=True, env={"PATH": DEFAULT_PATH}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert _actions(overlay.scan(cap)) == {"a": "modify", "d/x": "delete", "d/y": "create"}
+    assert os.listxattr(os.path.join(cap.upper, "d")) == ["user.overlay.opaque"]
 
 
 def test_journals_are_hidden_and_artifacts_read_only_inside_the_view(workspace):
