@@ -36,6 +36,7 @@ from activities.txn_store import (
     ThroughSymlink,
     WorkspaceReader,
     call_dir,
+    lock_call,
     open_dir,
     read_json,
     sha256_file,
@@ -239,13 +240,17 @@ def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = Non
     if j.state == PREVIEWED:
         return ApplyReport("refused", refused=["this changeset is a preview: apply it with apply_preview"])
     changes = j.changeset.changes
-    if j.applied:
-        return ApplyReport("applied", already=[c.path for c in changes], notices=j.notices())
-    report = apply_changes(os.path.realpath(root), j.dir, changes, tag=os.path.basename(j.dir))
-    if report.ok:
-        touch_durably(os.path.join(j.dir, APPLIED))
-        report.notices += j.notices()
-    return report
+    lock = lock_call(j.dir, wait=True)  # an overlapping attempt applying the same journal: one after the other
+    try:
+        if j.applied:
+            return ApplyReport("applied", already=[c.path for c in changes], notices=j.notices())
+        report = apply_changes(os.path.realpath(root), j.dir, changes, tag=os.path.basename(j.dir))
+        if report.ok:
+            touch_durably(os.path.join(j.dir, APPLIED))
+            report.notices += j.notices()
+        return report
+    finally:
+        os.close(lock)
 
 
 # --- pre-images for the file tools -------------------------------------------------

@@ -49,6 +49,7 @@ from activities.txn_store import (
     WorkspaceReader,
     artifacts_base,
     call_dir,
+    lock_call,
     node_of,
     sha256_file,
     under_artifacts,
@@ -72,6 +73,10 @@ exec "$@"
 
 class CaptureUnavailable(Exception):
     """Overlay capture cannot work here; the message says why."""
+
+
+class CaptureBusy(Exception):
+    """Another attempt of the same call is capturing right now (retry later)."""
 
 
 def _mode() -> str:
@@ -101,6 +106,7 @@ class Capture:
     view: str = ""  # the empty folder the overlay is mounted on (outside the workspace)
     turn_id: str = ""
     call_id: str = ""
+    lock_fd: int | None = None  # held from begin until the capture is journaled or discarded
     mode: str = field(default_factory=_mode)
 
     @property
@@ -143,6 +149,9 @@ class Capture:
         for path in (self.work,) if keep_upper else (self.upper, self.work):
             remove_tree(path)
         self.drop_view()
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
 
     def drop_view(self) -> None:
         """Remove the view folder once the command is over (it was only ever
@@ -179,7 +188,11 @@ def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
     _tools()
     artifacts_base(root)
     folder = call_dir(root, turn_id, call_id, create=True)
+    lock = lock_call(folder, wait=False)
+    if lock is None:
+        raise CaptureBusy(f"another attempt of call {call_id!r} is still running its command")
     if os.path.exists(os.path.join(folder, MANIFEST)):
+        os.close(lock)
         raise FileExistsError(f"call {call_id!r} of turn {turn_id!r} already has a journal: finish it, do not re-run")
     for leftover in ("upper", "work", "pre", MOUNTED):  # a run that crashed before its journal was written
         path = os.path.join(folder, leftover)
@@ -187,7 +200,7 @@ def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
             remove_tree(path)
         elif os.path.lexists(path):
             os.unlink(path)
-    cap = Capture(root, folder, tempfile.mkdtemp(prefix="agent-txn-view-"), turn_id, call_id)
+    cap = Capture(root, folder, tempfile.mkdtemp(prefix="agent-txn-view-"), turn_id, call_id, lock_fd=lock)
     for path in (cap.upper, cap.work):
         os.mkdir(path, 0o700)
     return cap
@@ -223,7 +236,7 @@ def _probe(root: str) -> tuple[bool, str]:
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"overlay launcher could not run: {exc}"
     finally:
-        cap.drop_view()
+        cap.discard()
         remove_tree(os.path.dirname(cap.dir))
 
 

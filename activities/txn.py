@@ -16,7 +16,8 @@ Modes of ``start``: ``capture`` (run on an overlay), ``direct`` (capture
 unavailable: run as before; "may or may not have run" remains, metadata says
 ``capture=unavailable`` with the reason), ``resume`` (a journal exists: finish
 applying it), ``done`` (already applied), ``previewed`` (a preview waits for
-approval).
+approval), ``busy`` (another attempt of this call is running its command
+right now: raise a retryable error and let Temporal try again later).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ __all__ = ["TxnStart", "TxnResult", "start", "finish", "resume", "approve_previe
 
 @dataclass
 class TxnStart:
-    mode: str  # "capture" | "direct" | "resume" | "done" | "previewed"
+    mode: str  # "capture" | "direct" | "resume" | "done" | "previewed" | "busy"
     root: str
     turn_id: str
     call_id: str
@@ -75,6 +76,10 @@ def start(root: str, turn_id: str, call_id: str) -> TxnStart:
     if ok:
         try:
             return TxnStart("capture", root, turn_id, call_id, overlay.begin(root, turn_id, call_id))
+        except overlay.CaptureBusy as exc:
+            return TxnStart("busy", root, turn_id, call_id, reason=str(exc))
+        except FileExistsError:
+            return start(root, turn_id, call_id)  # journaled just now by an overlapping attempt
         except (overlay.CaptureUnavailable, OSError) as exc:
             reason = str(exc)
     log.warning("bash call %s runs without capture (may or may not have run if lost): %s", call_id, reason)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -87,6 +88,23 @@ def call_dir(root: str, turn_id: str, call_id: str, create: bool = False) -> str
         if os.path.islink(part):
             raise WorkspaceError(f"{part} is a symlink; refusing to keep transaction state there")
     return path
+
+
+LOCK = "lock"
+
+
+def lock_call(folder: str, wait: bool) -> int | None:
+    """An exclusive flock on the call's folder (released when the fd is
+    closed, or the process dies). Two attempts of one call can overlap (a
+    heartbeat timeout while the first worker still lives): only one may
+    capture or apply at a time. None when ``wait`` is False and it is held."""
+    fd = os.open(os.path.join(folder, LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def under_artifacts(rel: str) -> bool:

@@ -77,3 +77,13 @@ def test_capture_unavailable_runs_direct_and_says_why(workspace, monkeypatch):
     done = txn.finish(started, verdict="ask", completed=completed, result=result)
     assert done.metadata == {"capture": "unavailable", "capture_reason": "disabled (AGENT_TOOLS_TXN=off)"}
     assert (workspace / "d.txt").read_text() == "direct\n"
+
+
+def test_an_overlapping_attempt_of_the_same_call_is_told_to_retry_later(workspace):
+    first = txn.start(str(workspace), TURN, "c6")
+    assert first.mode == "capture"
+    second = txn.start(str(workspace), TURN, "c6")  # a heartbeat timeout while the first still runs
+    assert second.mode == "busy" and "still running" in second.reason
+    completed, result = run(first, "echo once > once.txt")
+    assert txn.finish(first, verdict="ask", completed=completed, result=result).capture == "applied"
+    assert txn.start(str(workspace), TURN, "c6").mode == "done"
