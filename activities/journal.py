@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from activities.changeset import FILE, Changeset, Node, node_json
 from activities.overlay import Capture, Scan
 from activities.txn_apply import ApplyReport, apply_changes
+from activities.workspace import ARTIFACTS_DIR
 from activities.txn_store import (
     APPLIED,
     MANIFEST,
+    TXN_DIR,
     ThroughSymlink,
     WorkspaceReader,
     call_dir,
@@ -324,3 +326,19 @@ def record_postimage(root: str, turn_id: str, call_id: str, rel_path: str) -> No
         reader.close()
     j.save()
 
+
+
+def prunable(root: str) -> list[str]:
+    """Call folders artifact pruning may delete, oldest first: applied ones
+    (deleting them gives up rolling back their turn) and leftovers of
+    captures that never reached a journal. Journaled and previewed calls are
+    never listed: a retry or an approval still needs them."""
+    base = os.path.join(os.path.realpath(root), ARTIFACTS_DIR, TXN_DIR)
+    found: list[tuple[int, str]] = []
+    for turn in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        for call in sorted(os.listdir(os.path.join(base, turn))):
+            folder = os.path.join(base, turn, call)
+            j = load_dir(folder)
+            if j is None or j.applied:
+                found.append((j.created_ns if j else int(os.lstat(folder).st_mtime_ns), folder))
+    return [folder for _, folder in sorted(found)]

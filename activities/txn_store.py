@@ -12,6 +12,10 @@ filesystem: hard links and renames between them never copy):
         pre/<i>           pre-images (hard links to the replaced inodes, or copies)
         manifest.json     the journal (fsync'd, replaced atomically)
         applied           marker: the journal has been applied
+        lock              flock'd by the one attempt capturing or applying this call
+
+The overlay itself is mounted on an empty "view" folder in the worker's
+temporary folder (outside the workspace), never inside this tree.
 
 Every write into the workspace goes through directory descriptors opened
 component by component with O_NOFOLLOW (``open_dir``), so neither the
@@ -42,7 +46,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class ThroughSymlink(Exception):
-    """A path component is a symlink (or not a folder): refusing to go through it."""
+    """A path component is a symlink: refusing to go through it."""
 
 
 def safe_name(value: str, fallback: str) -> str:

@@ -48,6 +48,15 @@ def test_applied_workspace_equals_a_direct_run(workspace, tmp_path):
     again = journal.apply_journal(str(workspace), TURN, CALL)
     assert again.ok and again.applied == []  # idempotent: nothing done twice
     assert {c.path: c.renamed_from for c in j.changeset.changes}["r2"] == "r"
+    assert journal.prunable(str(workspace)) == [j.dir]  # applied: pruning may take it
+
+
+def test_pruning_never_takes_a_journal_that_still_has_to_be_applied(workspace):
+    (workspace / "a.txt").write_text("a\n")
+    j = capture_and_journal(workspace, "echo b > a.txt")
+    assert journal.prunable(str(workspace)) == []
+    journal.apply_journal(str(workspace), TURN, CALL)
+    assert journal.prunable(str(workspace)) == [j.dir]
 
 
 def test_git_repository_created_and_committed_inside_the_view(workspace):
