@@ -146,7 +146,7 @@ def apply_changes(
     try:
         pending, report = _plan(root, changes, reader)
         dropped = ApplyReport("applied")
-        while partial and not report.ok:
+        while partial and not report.ok and report.bad:
             dropped.conflicts += report.conflicts
             dropped.refused += report.refused
             changes = [c for c in changes if c.path not in report.bad]
