@@ -32,6 +32,7 @@ from activities.changeset import read_only_refusal, summary
 from activities.preview import Preview, apply_preview, make_preview
 from activities.rollback import RollbackReport, rollback_turn
 from activities.txn_apply import ApplyReport
+from activities.workspace import WorkspaceError
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,11 @@ class TxnResult:
 
 def start(root: str, turn_id: str, call_id: str) -> TxnStart:
     root = os.path.realpath(root)
-    state = journal.journal_state(root, turn_id, call_id)
+    try:
+        state = journal.journal_state(root, turn_id, call_id)
+    except WorkspaceError as exc:  # .agent-artifacts replaced by a symlink, say
+        log.warning("bash call %s runs without capture: %s", call_id, exc)
+        return TxnStart("direct", root, turn_id, call_id, reason=str(exc))
     if state == journal.STATE_APPLIED:
         return TxnStart("done", root, turn_id, call_id)
     if state == journal.JOURNALED:
@@ -80,7 +85,7 @@ def start(root: str, turn_id: str, call_id: str) -> TxnStart:
             return TxnStart("busy", root, turn_id, call_id, reason=str(exc))
         except FileExistsError:
             return start(root, turn_id, call_id)  # journaled just now by an overlapping attempt
-        except (overlay.CaptureUnavailable, OSError) as exc:
+        except (overlay.CaptureUnavailable, WorkspaceError, OSError) as exc:
             reason = str(exc)
     log.warning("bash call %s runs without capture (may or may not have run if lost): %s", call_id, reason)
     return TxnStart("direct", root, turn_id, call_id, reason=reason)

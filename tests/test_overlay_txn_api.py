@@ -87,3 +87,11 @@ def test_an_overlapping_attempt_of_the_same_call_is_told_to_retry_later(workspac
     completed, result = run(first, "echo once > once.txt")
     assert txn.finish(first, verdict="ask", completed=completed, result=result).capture == "applied"
     assert txn.start(str(workspace), TURN, "c6").mode == "done"
+
+
+def test_artifacts_folder_replaced_by_a_symlink_means_no_capture_and_says_why(workspace, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (workspace / ".agent-artifacts").symlink_to(tmp_path / "elsewhere")
+    started = txn.start(str(workspace), TURN, "c7")
+    assert started.mode == "direct" and "symlink" in started.reason
+    assert list((tmp_path / "elsewhere").iterdir()) == []
