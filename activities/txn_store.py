@@ -73,6 +73,14 @@ def artifacts_base(root: str) -> str:
     return base
 
 
+def _no_symlinks(*paths: str) -> None:
+    # The worker is not sandboxed: its transaction state must never be read
+    # from, or written to, wherever a planted symlink points.
+    for part in paths:
+        if os.path.islink(part):
+            raise WorkspaceError(f"{part} is a symlink; refusing to keep transaction state there")
+
+
 def turn_dir(root: str, turn_id: str, create: bool = False) -> str:
     base = os.path.join(root, ARTIFACTS_DIR, TXN_DIR)
     if create:
@@ -81,6 +89,7 @@ def turn_dir(root: str, turn_id: str, create: bool = False) -> str:
     path = os.path.join(base, safe_name(turn_id, "turn"))
     if create:
         os.makedirs(path, exist_ok=True)
+    _no_symlinks(os.path.join(root, ARTIFACTS_DIR), base, path)
     return path
 
 
@@ -88,9 +97,7 @@ def call_dir(root: str, turn_id: str, call_id: str, create: bool = False) -> str
     path = os.path.join(turn_dir(root, turn_id, create), safe_name(call_id, "call"))
     if create:
         os.makedirs(path, exist_ok=True)
-    for part in (os.path.join(root, ARTIFACTS_DIR), os.path.dirname(path), path):
-        if os.path.islink(part):
-            raise WorkspaceError(f"{part} is a symlink; refusing to keep transaction state there")
+    _no_symlinks(path)
     return path
 
 

@@ -9,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from activities import journal, overlay
 from activities.rollback import rollback_turn
+from activities.workspace import WorkspaceError
 from tests.txn_helpers import SCRIPT, modes, needs_overlay, run_captured, seed, tree
 
 pytestmark = needs_overlay
@@ -46,6 +49,7 @@ ROLLBACK_IN_A_NEW_PROCESS = r"""
 import json, sys
 sys.path.insert(0, {repo!r})
 from activities.rollback import rollback_turn
+from activities.workspace import WorkspaceError
 r = rollback_turn({ws!r}, {turn!r})
 print(json.dumps(r.__dict__))
 """
@@ -105,3 +109,11 @@ def test_file_tool_without_a_post_image_is_restored_unchecked(workspace):
     report = rollback_turn(str(workspace), TURN)
     assert report.restored == ["a.txt"] and report.unchecked == ["a.txt"]
     assert (workspace / "a.txt").read_text() == "before\n"
+
+
+def test_rollback_never_reads_journals_through_a_planted_symlink(workspace, tmp_path):
+    forged = tmp_path / "forged" / "txn"
+    forged.mkdir(parents=True)
+    (workspace / ".agent-artifacts").symlink_to(tmp_path / "forged")
+    with pytest.raises(WorkspaceError, match="symlink"):
+        rollback_turn(str(workspace), TURN)
