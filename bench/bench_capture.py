@@ -24,7 +24,8 @@ import tempfile
 import time
 
 from activities import overlay, txn
-from activities.bash import DEFAULT_PATH, bwrap_argv
+from activities.bash import bwrap_argv
+from activities.command_env import DEFAULT_PATH
 
 BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
 SMALL = "echo hello > out.txt"

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from activities import overlay
-from activities.bash import DEFAULT_PATH, bwrap_argv
+from activities.bash import bwrap_argv
+from activities.command_env import DEFAULT_PATH
 
 BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
 
