@@ -57,7 +57,7 @@ with workflow.unsafe.imports_passed_through():
     from core.policy import DEFAULT_POLICY_ACTIVITY
     from core.tool_specs import BASH, EDIT_FILE, WRITE_FILE
     from runtime.limits import MAX_CALLS_PER_TURN
-    from workflows.activity_options import LOCAL_START_TO_CLOSE, options_for
+    from workflows.activity_options import BASH_RETRY_PATCH, LOCAL_START_TO_CLOSE, options_for
 
 WORKFLOW_NAME = "AgentTurnWorkflow"
 RECORDED_PLAN_PATCH = "recorded-plan"
@@ -333,7 +333,9 @@ class AgentTurnWorkflow:
             snapshot=self._held_snapshot(call) if name in (WRITE_FILE, EDIT_FILE) else None,
             turn_id=self._turn.turn_id if self._recorded else "",
         )
-        options = options_for(name, bash_timeout=call.bash_timeout_seconds)
+        # wire (issue 15): bash is retried after a lost worker in turns with the patch.
+        bash_retry = name == BASH and workflow.patched(BASH_RETRY_PATCH)
+        options = options_for(name, bash_timeout=call.bash_timeout_seconds, bash_retry=bash_retry)
         self._running.add(call.index)
         try:
             if options.may_run_locally and self._runs_locally():
