@@ -27,6 +27,7 @@ from activities.registry import build_activities
 from core.contracts import Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
 from runtime.devserver import DevServer, DevServerError, port_open
+from workflows.rollback import TurnRollbackWorkflow  # wire (issue 15)
 from workflows.turn import AgentTurnWorkflow
 
 DEFAULT_TASK_QUEUE = "agent-tools"
@@ -64,7 +65,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentTurnWorkflow, *extra_workflows],
+        workflows=[AgentTurnWorkflow, TurnRollbackWorkflow, *extra_workflows],  # wire (issue 15): rollback
         activities=[*activities, *extra_activities],
         max_concurrent_activities=max_concurrent_activities,
         # A parallel stage schedules all its calls in one workflow task; by

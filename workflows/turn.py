@@ -57,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
     from core.policy import DEFAULT_POLICY_ACTIVITY
     from core.tool_specs import BASH, EDIT_FILE, WRITE_FILE
     from runtime.limits import MAX_CALLS_PER_TURN
+    from workflows.turn_preview import TurnPreviews  # wire (issue 15)
     from workflows.activity_options import BASH_RETRY_PATCH, LOCAL_START_TO_CLOSE, options_for
 
 WORKFLOW_NAME = "AgentTurnWorkflow"
@@ -163,13 +164,20 @@ class AgentTurnWorkflow:
                 start_to_close_timeout=timedelta(seconds=10),
             )
             self._prepare_in_workflow(policy)
+        previews = TurnPreviews(self)  # wire (issue 15): bash previews before approval
         if self._pending:
+            if previews.wanted():  # wire
+                await previews.run_previews()  # wire
             approved = await self._wait_for_decision()
             if not approved:
+                if previews.previewed:  # wire
+                    await previews.discard()  # wire
                 return self._finish(TurnStatus.REJECTED)
             self._status = TurnStatus.RUNNING
             self._publish_status()
         await self._execute()
+        if previews.previewed:  # wire: a previewed call that was skipped
+            await previews.discard(keep_applied=True)  # wire
         return self._finish(TurnStatus.COMPLETED)
 
     async def _record_plan(self, turn: TurnInput) -> None:
