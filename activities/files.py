@@ -30,7 +30,7 @@ from activities.fs_common import (
     refuse_non_regular,
 )
 from activities.fs_edit import edit_file
-from activities.fs_undo import recorded_write
+from activities.fs_undo import folders_made, record_new_folders, recorded_write
 from activities.fs_read import read_file
 from activities.fs_root import Location, WorkspaceRoot
 from activities.snapshots import (
@@ -61,10 +61,13 @@ def _summary(data: bytes) -> str:
 def write_file(request: ToolRequest, args: WriteFileArgs) -> ToolResult:
     """Create a file or replace its whole content, atomically, under the snapshot rule."""
     data = encode_text(args.content, "content")
+    made = record_new_folders(request, args.path)  # wire (issue 15): rollback removes them too
     with WorkspaceRoot(request.workspace_root) as ws:
         loc, st = lookup(ws, args.path, create_parents=True)
         with loc:
-            return _write_located(request, ws, loc, st, data)
+            result = _write_located(request, ws, loc, st, data)
+    folders_made(request, made)  # wire
+    return result
 
 
 def _write_located(

@@ -42,3 +42,35 @@ def recorded_write(request: ToolRequest, loc: Location, data: bytes, **kw) -> os
         except (OSError, WorkspaceError, ValueError) as exc:
             log.warning("%s %s: post-image of %s not recorded: %s", request.tool, call, loc.rel, exc)
     return written
+
+
+def record_new_folders(request: ToolRequest, path: str) -> list[str]:
+    """Before write_file creates the missing folders of ``path``: record them
+    as absent, so rollback removes them too. Returns them (for ``folders_made``)."""
+    if not request.turn_id:
+        return []
+    root = os.path.realpath(request.workspace_root)
+    rel = os.path.relpath(path, root) if os.path.isabs(path) else os.path.normpath(path)
+    parts = rel.replace(os.sep, "/").split("/")[:-1]
+    if not parts or parts[0] in ("..", "."):
+        return []
+    missing: list[str] = []
+    for i in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if missing or not os.path.lexists(os.path.join(root, prefix)):
+            missing.append(prefix)
+    for folder in missing:
+        try:
+            journal.record_preimage(root, request.turn_id, request.call_id, folder)
+        except (OSError, WorkspaceError, ValueError) as exc:
+            log.warning("write_file %s: folder %s not recorded: %s", request.call_id, folder, exc)
+            return []
+    return missing
+
+
+def folders_made(request: ToolRequest, folders: list[str]) -> None:
+    for folder in folders:
+        try:
+            journal.record_postimage(request.workspace_root, request.turn_id, request.call_id, folder)
+        except (OSError, WorkspaceError, ValueError) as exc:
+            log.warning("write_file %s: folder %s not recorded: %s", request.call_id, folder, exc)
