@@ -28,11 +28,11 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.service import RPCError, RPCStatusCode
 
 import cli_rollback  # wire (issue 15)
-from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input
+from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
 from core.call_documents import CallDocumentError, calls_from_document
 from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
-from core.formatting import describe_pending_call, render_text
+from core.formatting import describe_pending_call, render_text, shown
 from core.shell_validator import validate_command
 from core.tool_specs import tool_definitions
 from runtime.connection import ConnectionFailed, connect
@@ -150,6 +150,8 @@ def print_result(result: TurnResult, as_json: bool) -> None:
         _out(_dump(result))
         return
     _out(f"turn {result.turn_id}: {result.status.value}")
+    if result.results_artifact:
+        _out(f"results ({result.result_counts}) are kept in the workspace folder {result.results_artifact}")
     if result.decision:
         d = result.decision
         _out(f"decision: {'approved' if d.approve else 'rejected'} by {d.approver} via {d.via}"
@@ -165,11 +167,11 @@ def print_progress(progress: TurnProgress, as_json: bool) -> None:
     _out(f"turn {progress.turn_id}: {progress.status.value}  (batch digest {progress.batch_digest})")
     for c in progress.calls:
         status = f" [{c.status.value}]" if c.status else ""
-        _out(f"  #{c.index + 1} {c.name:<10} {c.state}{status}")
+        _out(f"  #{c.index + 1} {shown(c.name):<10} {c.state}{status}")
     if progress.pending:
         _out("waiting for approval of:")
         for p in progress.pending:
-            _out(f"  #{p.index + 1} {p.name}: {p.reason}")
+            _out(f"  #{p.index + 1} {shown(p.name)}: {shown(p.reason)}")
 
 
 async def _progress(client: Client, turn_id: str) -> TurnProgress:
@@ -225,7 +227,7 @@ async def cmd_run(client: Client, args: argparse.Namespace) -> int:
         except (RPCError, TurnProblem):
             continue
     try:
-        result: TurnResult = waiting.result()
+        result: TurnResult = load_offloaded(waiting.result(), turn.workspace.root)
     except WorkflowFailureError as exc:
         _err(f"turn {turn.turn_id} failed: {exc.cause or exc}")
         return EXIT_FAILED
@@ -262,9 +264,9 @@ async def cmd_pending(client: Client, args: argparse.Namespace) -> int:
     else:
         for t in turns:
             if t["stuck"]:
-                _out(f"{t['turn_id']}  STUCK  {t['stuck']}")
+                _out(f"{shown(t['turn_id'])}  STUCK  {shown(t['stuck'], keep=chr(10))}")
             else:
-                _out(f"{t['turn_id']}  started {t['started']}  digest {(t['batch_digest'] or '?')[:16]}…")
+                _out(f"{shown(t['turn_id'])}  started {t['started']}  digest {shown(t['batch_digest'] or '?')[:16]}…")
     return EXIT_OK
 
 
@@ -397,7 +399,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         _err(f"error: {exc}")
         return EXIT_USAGE
     except TurnProblem as exc:
-        _err(f"error: {exc}")
+        _err(f"error: {shown(exc, keep=chr(10))}")
         return EXIT_FAILED
     except RPCError as exc:
         turn = getattr(args, "turn_id", None)

@@ -9,6 +9,7 @@ from temporalio import activity
 from activities.base import tool_activity
 from activities.bash import run_bash
 from activities.plan import build_plan_activity
+from activities.turn_results import save_turn_result_part
 from activities.files import edit_file, read_file, write_file
 from activities.search import glob_files, grep
 from core.contracts import Policy
@@ -40,4 +41,5 @@ def build_activities(
     assert {a.__temporal_activity_definition.name for a in tools} == set(TOOLS)  # type: ignore[attr-defined]
     from activities.txn_activities import build_txn_activities  # wire (issue 15): rollback, bash preview
 
-    return [*tools, default_policy_activity, build_plan_activity(policy), *build_txn_activities(workspace_root)]
+    return [*tools, default_policy_activity, build_plan_activity(policy), save_turn_result_part,
+            *build_txn_activities(workspace_root)]  # wire
