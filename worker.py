@@ -23,10 +23,12 @@ from typing import Any, Callable, Sequence
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from activities.model import session_activities  # session hook
 from activities.registry import build_activities
 from core.contracts import Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
 from runtime.devserver import DevServer, DevServerError, port_open
+from workflows.session import AgentSessionWorkflow  # session hook
 from workflows.turn import AgentTurnWorkflow
 
 DEFAULT_TASK_QUEUE = "agent-tools"
@@ -55,7 +57,7 @@ def build_worker(
     extra_names = {a.__temporal_activity_definition.name for a in extra_activities}  # type: ignore[attr-defined]
     activities = [
         a
-        for a in build_activities(workspace, default_policy)
+        for a in [*build_activities(workspace, default_policy), *session_activities(workspace)]  # session hook
         if a.__temporal_activity_definition.name not in extra_names  # type: ignore[attr-defined]
     ]
     options: dict[str, Any] = {}
@@ -64,7 +66,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentTurnWorkflow, *extra_workflows],
+        workflows=[AgentTurnWorkflow, AgentSessionWorkflow, *extra_workflows],  # session hook
         activities=[*activities, *extra_activities],
         max_concurrent_activities=max_concurrent_activities,
         # A parallel stage schedules all its calls in one workflow task; by
