@@ -31,6 +31,7 @@ from core.session_contracts import (
     SessionInput,
     SessionLimits,
     SessionResult,
+    SessionState,
     SessionStatus,
     SessionView,
     TranscriptEntry,
@@ -169,7 +170,14 @@ async def run_session(client: Client, **kwargs: Any) -> SessionView:
     return await wait_for_answer(client, session_id, on_approval_needed=on_approval)
 
 
-async def send(client: Client, session_id: str, text: str, *, wait: bool = False) -> SessionView | None:
+async def send(
+    client: Client,
+    session_id: str,
+    text: str,
+    *,
+    wait: bool = False,
+    on_approval_needed: Callable[[SessionView], Awaitable[None] | None] | None = None,
+) -> SessionView | None:
     """Send the user's next message; with ``wait``, return after the answer."""
     before = await session_status(client, session_id)
     if before.state.ended:
@@ -177,7 +185,9 @@ async def send(client: Client, session_id: str, text: str, *, wait: bool = False
     await client.get_workflow_handle(session_id).signal(AgentSessionWorkflow.send, text)
     if not wait:
         return None
-    return await wait_for_answer(client, session_id, after_answers=before.answers)
+    return await wait_for_answer(
+        client, session_id, after_answers=before.answers, on_approval_needed=on_approval_needed
+    )
 
 
 async def _decide(
