@@ -11,7 +11,7 @@ from temporalio.client import Client
 from core.session_contracts import SessionState
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
-from tests.session_support import API_KEY, model_server  # noqa: F401  (fixture)
+from tests.test_session_support import API_KEY, model_server  # noqa: F401  (fixture)
 from worker import build_worker
 
 

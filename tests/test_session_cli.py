@@ -11,7 +11,7 @@ from temporalio.client import Client
 
 from tests.model_server import Reply, ScriptedModelServer, tool
 from tests.processes import run_client, server_address
-from tests.session_support import model_server  # noqa: F401  (fixture)
+from tests.test_session_support import model_server  # noqa: F401  (fixture)
 from worker import build_worker
 
 

@@ -15,7 +15,7 @@ from core.contracts import ApprovalDecision
 from core.session_contracts import SessionLimits, SessionState, SessionView
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, context_too_long, rate_limited, server_error, tool, unauthorized
-from tests.session_support import model_server  # noqa: F401  (fixture)
+from tests.test_session_support import model_server  # noqa: F401  (fixture)
 from worker import build_worker
 from workflows.session import AgentSessionWorkflow
 

@@ -19,7 +19,7 @@ from core.session_contracts import SessionLimits, SessionState
 from runtime import session_api as sessions
 from runtime.devserver import DEFAULT_DYNAMIC_CONFIG, dynamic_config_args
 from tests.model_server import Reply, ScriptedModelServer, tool
-from tests.session_support import model_server  # noqa: F401  (fixture)
+from tests.test_session_support import model_server  # noqa: F401  (fixture)
 from worker import build_worker
 
 
