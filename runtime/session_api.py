@@ -38,6 +38,12 @@ from core.session_contracts import (
 )
 from workflows.session import WORKFLOW_NAME, AgentSessionWorkflow
 
+__all__ = [
+    "SessionError", "SessionLimits", "SessionResult", "SessionState", "SessionView", "TranscriptEntry",
+    "session_input", "start_session", "run_session", "session_status", "pending", "wait_for_answer", "send",
+    "approve", "reject", "transcript", "result", "close", "cancel", "running_sessions", "worker_parts",
+]
+
 
 class SessionError(Exception):
     """The session is not in a state that allows the request; the message says why and what to do."""
