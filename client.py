@@ -30,6 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 import cli_rollback  # wire (issue 15)
 from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
+import cli_session  # session hook
 from core.call_documents import CallDocumentError, calls_from_document
 from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
 from core.formatting import describe_pending_call, render_text, shown
@@ -364,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check-command", help="validate bash commands (one per line on stdin)")
     check.add_argument("--json", action="store_true", help="stdin is a JSON array of strings")
     cli_rollback.add_parser(sub)  # wire (issue 15): client.py rollback
+    cli_session.register(sub)  # session hook
     return parser
 
 
@@ -372,6 +374,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return cmd_tools(args)
     if args.command == "check-command":
         return cmd_check_command(args)
+    if args.command == "session":  # session hook
+        return await cli_session.dispatch(args)
     if args.command == "run":
         load_turn_input(args)  # bad input fails before we talk to the server
     client = await connect(args.address, args.namespace)

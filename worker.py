@@ -28,6 +28,7 @@ from core.contracts import Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
 from runtime.devserver import DevServer, DevServerError, port_open
 from workflows.rollback import TurnRollbackWorkflow  # wire (issue 15)
+from workflows.session import AgentSessionWorkflow  # session hook
 from workflows.turn import AgentTurnWorkflow
 
 DEFAULT_TASK_QUEUE = "agent-tools"
@@ -53,10 +54,12 @@ def build_worker(
     the SDK's sandbox: about 8-10 ms less CPU per turn and ~1.5 ms less per
     local tool call (bench/), at the price of the sandbox's runtime guard
     against non-deterministic calls; tests and replay always keep it on."""
+    from activities.model import session_activities  # session hook (lazy: keeps the model SDKs out of workflow sandboxes)
+
     extra_names = {a.__temporal_activity_definition.name for a in extra_activities}  # type: ignore[attr-defined]
     activities = [
         a
-        for a in build_activities(workspace, default_policy)
+        for a in [*build_activities(workspace, default_policy), *session_activities(workspace)]  # session hook
         if a.__temporal_activity_definition.name not in extra_names  # type: ignore[attr-defined]
     ]
     options: dict[str, Any] = {}
@@ -65,7 +68,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentTurnWorkflow, TurnRollbackWorkflow, *extra_workflows],  # wire (issue 15): rollback
+        workflows=[AgentTurnWorkflow, AgentSessionWorkflow, TurnRollbackWorkflow, *extra_workflows],  # session + wire hooks
         activities=[*activities, *extra_activities],
         max_concurrent_activities=max_concurrent_activities,
         # A parallel stage schedules all its calls in one workflow task; by

@@ -21,7 +21,6 @@ hearing of it returns that result instead of "may or may not have run".
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -113,10 +112,6 @@ def join_text(output: str, extra: str) -> str:
     if not output or output == "(no output)":
         return extra
     return f"{output}\n\n{extra}"
-
-
-def dumps(d: dict) -> str:
-    return json.dumps(d, sort_keys=True)
 
 
 # --- previews -----------------------------------------------------------------------

@@ -1,0 +1,104 @@
+"""Model API failures, classified. Pure: the activity raises ApplicationErrors
+with these types, the workflow decides retries and the session's final
+status from them.
+
+Retryable (Temporal retries with backoff, honouring Retry-After): rate
+limits, server errors and overload, lost connections and timeouts. Not
+retryable (the session ends and says what to do): a missing, wrong or
+under-privileged key, an unknown model, a request the API refuses, a
+conversation longer than the model's context.
+"""
+
+from __future__ import annotations
+
+import re
+
+RATE_LIMITED = "ModelRateLimited"
+SERVER_ERROR = "ModelServerError"
+CONNECTION_ERROR = "ModelConnectionError"
+
+API_KEY_MISSING = "ModelApiKeyMissing"
+AUTHENTICATION_FAILED = "ModelAuthenticationFailed"
+PERMISSION_DENIED = "ModelPermissionDenied"
+MODEL_NOT_FOUND = "ModelNotFound"
+CONTEXT_TOO_LONG = "ModelContextTooLong"
+BAD_REQUEST = "ModelBadRequest"
+TRANSCRIPT_PROBLEM = "TranscriptUnavailable"
+WRONG_WORKSPACE = "WrongWorkspace"
+
+RETRYABLE = (RATE_LIMITED, SERVER_ERROR, CONNECTION_ERROR)
+NON_RETRYABLE = (
+    API_KEY_MISSING,
+    AUTHENTICATION_FAILED,
+    PERMISSION_DENIED,
+    MODEL_NOT_FOUND,
+    CONTEXT_TOO_LONG,
+    BAD_REQUEST,
+    TRANSCRIPT_PROBLEM,
+    WRONG_WORKSPACE,
+)
+
+_CONTEXT = re.compile(
+    r"context[_ ]length|context window|maximum context|prompt is too long|too many tokens|"
+    r"input is too long|exceeds the model's|reduce the length",
+    re.IGNORECASE,
+)
+
+
+def key_variable(provider: str) -> str:
+    return "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
+
+
+def url_variable(provider: str) -> str:
+    return "OPENAI_BASE_URL" if provider == "openai" else "ANTHROPIC_BASE_URL"
+
+
+def type_for_status(status: int, message: str, code: str | None = None) -> str:
+    if status == 429:
+        return RATE_LIMITED
+    if status in (408, 409) or status >= 500:
+        return SERVER_ERROR
+    if status == 401:
+        return AUTHENTICATION_FAILED
+    if status == 403:
+        return PERMISSION_DENIED
+    if status == 404:
+        return MODEL_NOT_FOUND
+    if code == "context_length_exceeded" or _CONTEXT.search(message or ""):
+        return CONTEXT_TOO_LONG
+    return BAD_REQUEST
+
+
+# Error types Anthropic sends inside a stream (an HTTP 200 that turns bad).
+STREAM_ERROR_TYPES = {
+    "overloaded_error": SERVER_ERROR,
+    "api_error": SERVER_ERROR,
+    "rate_limit_error": RATE_LIMITED,
+    "authentication_error": AUTHENTICATION_FAILED,
+    "permission_error": PERMISSION_DENIED,
+    "not_found_error": MODEL_NOT_FOUND,
+    "invalid_request_error": BAD_REQUEST,
+}
+
+
+def what_to_do(error_type: str, provider: str, model: str) -> str:
+    """The session's final message for a non-retryable model error."""
+    key = key_variable(provider)
+    return {
+        API_KEY_MISSING: f"No API key: set {key} in the environment of the worker that serves the workspace "
+        f"(any non-empty value for a local server that needs none), restart the worker, then start a new session.",
+        AUTHENTICATION_FAILED: f"The model API rejected the key (401): check {key} in the worker's environment "
+        f"(and {url_variable(provider)} if you use another server), restart the worker, then start a new session.",
+        PERMISSION_DENIED: f"The key may not use model {model!r} (403): use a key with access to it or pick another "
+        f"model with --model.",
+        MODEL_NOT_FOUND: f"The API does not know model {model!r} or the URL is wrong (404): check --model and "
+        f"{url_variable(provider)} / --base-url.",
+        CONTEXT_TOO_LONG: "The conversation no longer fits the model's context window: start a new session with a "
+        "narrower task (or a model with a larger context), and ask for smaller outputs (read_file offset/limit).",
+        BAD_REQUEST: "The model API refused the request (400): see the message; a server that is not fully "
+        "OpenAI/Anthropic compatible may not support tools or streaming.",
+        TRANSCRIPT_PROBLEM: "The session's transcript on the workspace worker is missing or was modified: run the "
+        "session on the worker that holds its workspace; the damaged session cannot continue.",
+        WRONG_WORKSPACE: "The worker on the workspace's task queue serves another folder: start the session with "
+        "the task queue of the worker that holds the workspace.",
+    }.get(error_type, "The model call failed; see the message.")

@@ -1,0 +1,453 @@
+"""A scripted model server on loopback that speaks the OpenAI Chat Completions
+and the Anthropic Messages HTTP APIs, faithfully enough for the official SDKs.
+
+    server = ScriptedModelServer([Reply(tool_calls=[tool("read_file", path="a.py")]),
+                                  Reply(text="Done.")]).start()
+    # OPENAI_BASE_URL=server.openai_base_url   ANTHROPIC_BASE_URL=server.anthropic_base_url
+    ...
+    server.requests  # what the SDKs sent, in order
+    server.stop()
+
+Each request takes the next entry of the script (a list, or a function of the
+request). A ``Reply`` is rendered in the protocol of the path it was asked on:
+``POST /v1/chat/completions`` (JSON, or SSE chunks with ``tool_calls`` deltas
+when ``stream: true``) or ``POST /v1/messages`` (JSON, or SSE
+``message_start`` / ``content_block_*`` with ``input_json_delta`` /
+``message_delta`` / ``message_stop``). A ``Failure`` answers with the HTTP
+status and error body each API uses (429 with Retry-After, 500, 529, 401,
+403, 400 and the context-too-long 400). Tokens can be paced to measure
+streaming. Pure stdlib: asyncio in a thread of its own, so a test that blocks
+its own loop (starting a worker process) does not stall the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+OPENAI_PATH = "/v1/chat/completions"
+ANTHROPIC_PATH = "/v1/messages"
+
+
+@dataclass
+class ToolUse:
+    name: str
+    # A dict is sent as its JSON; a str is sent verbatim (malformed JSON on purpose).
+    arguments: dict[str, Any] | str
+
+
+def tool(name: str, **arguments: Any) -> ToolUse:
+    return ToolUse(name, arguments)
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    tool_calls: list[ToolUse] = field(default_factory=list)
+    input_tokens: int = 20
+    output_tokens: int | None = None  # default: one per streamed piece
+    # "length" (OpenAI) / "max_tokens" (Anthropic) to simulate a cut-off response.
+    stop_reason: str | None = None
+    tokens_per_second: float | None = None  # None: as fast as possible
+    chars_per_token: int = 4
+    first_token_delay_s: float = 0.0
+    # Close the connection after this many streamed pieces (a broken stream).
+    drop_after_pieces: int | None = None
+
+
+@dataclass
+class Failure:
+    status: int
+    kind: str  # an error type of the provider, e.g. "rate_limit_error"
+    message: str
+    retry_after_s: float | None = None
+    code: str | None = None  # OpenAI error code, e.g. "context_length_exceeded"
+
+
+def rate_limited(retry_after_s: float = 1.0) -> Failure:
+    return Failure(429, "rate_limit_error", "Rate limit reached; slow down.", retry_after_s, "rate_limit_exceeded")
+
+
+def server_error() -> Failure:
+    return Failure(500, "api_error", "The server had an error while processing your request.")
+
+
+def overloaded() -> Failure:
+    return Failure(529, "overloaded_error", "Overloaded")
+
+
+def unauthorized() -> Failure:
+    return Failure(401, "authentication_error", "Incorrect API key provided.", code="invalid_api_key")
+
+
+def forbidden() -> Failure:
+    return Failure(403, "permission_error", "Your API key does not have permission to use this model.")
+
+
+def context_too_long() -> Failure:
+    return Failure(
+        400,
+        "invalid_request_error",
+        "prompt is too long: 210000 tokens > 200000 maximum "
+        "(This model's maximum context length is 200000 tokens.)",
+        code="context_length_exceeded",
+    )
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    received_at: float
+
+
+Script = list[Reply | Failure] | Callable[[Recorded, int], Reply | Failure]
+
+
+class ScriptedModelServer:
+    def __init__(self, script: Script | None = None, *, host: str = "127.0.0.1") -> None:
+        self._script = script if script is not None else []
+        self._host = host
+        self._lock = threading.Lock()
+        self.requests: list[Recorded] = []
+        self.streams_in_progress = 0
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stopped: asyncio.Event | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    # ---------------------------------------------------------- lifecycle
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.base_url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.base_url
+
+    def start(self) -> "ScriptedModelServer":
+        self._thread = threading.Thread(target=self._run_thread, name="scripted-model-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("scripted model server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stopped is not None:
+            self._loop.call_soon_threadsafe(self._stopped.set)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self) -> "ScriptedModelServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def add(self, *entries: Reply | Failure) -> None:
+        with self._lock:
+            assert isinstance(self._script, list), "add() needs a list script"
+            self._script.extend(entries)
+
+    def wait_for_requests(self, count: int, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.requests) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"model server got {len(self.requests)} requests, expected {count}")
+            time.sleep(0.02)
+
+    def _run_thread(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        loop.run_until_complete(self._serve())
+        loop.close()
+
+    async def _serve(self) -> None:
+        self._stopped = asyncio.Event()
+        server = await asyncio.start_server(self._connection, self._host, 0)
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        async with server:
+            await self._stopped.wait()
+        server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+
+    # -------------------------------------------------------------- HTTP
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:  # small SSE writes must not wait for delayed ACKs (Nagle)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:  # keep-alive: the SDKs reuse connections
+                request_line = await reader.readline()
+                if not request_line:
+                    return
+                method, path, _ = request_line.decode("latin-1").split(" ", 2)
+                headers: dict[str, str] = {}
+                while True:
+                    line = await reader.readline()
+                    if line in (b"\r\n", b"\n", b""):
+                        break
+                    name, _, value = line.decode("latin-1").partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                keep = await self._handle(method, path.split("?")[0], headers, body, writer)
+                if not keep:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            return
+        finally:
+            self._connections.discard(task)
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    async def _handle(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter
+    ) -> bool:
+        if method != "POST" or path not in (OPENAI_PATH, ANTHROPIC_PATH):
+            await _send_json(writer, 404, {"error": {"type": "not_found_error", "message": f"no route {method} {path}"}})
+            return True
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            await _send_json(writer, 400, {"error": {"type": "invalid_request_error", "message": "body is not JSON"}})
+            return True
+        recorded = Recorded(path, headers, body, time.monotonic())
+        with self._lock:
+            self.requests.append(recorded)
+            index = len(self.requests) - 1
+            entry = self._next(recorded, index)
+        provider = "openai" if path == OPENAI_PATH else "anthropic"
+        if isinstance(entry, Failure):
+            await _send_failure(writer, provider, entry)
+            return True
+        if body.get("stream"):
+            with self._lock:
+                self.streams_in_progress += 1
+            try:
+                return await self._stream(writer, provider, entry, index, body)
+            finally:
+                with self._lock:
+                    self.streams_in_progress -= 1
+        await asyncio.sleep(entry.first_token_delay_s)
+        payload = _openai_json(entry, index, body) if provider == "openai" else _anthropic_json(entry, index, body)
+        await _send_json(writer, 200, payload)
+        return True
+
+    def _next(self, recorded: Recorded, index: int) -> Reply | Failure:
+        if callable(self._script):
+            return self._script(recorded, index)
+        if not self._script:
+            return Failure(400, "invalid_request_error", "scripted model server: the script has no reply left")
+        return self._script.pop(0)
+
+    async def _stream(
+        self, writer: asyncio.StreamWriter, provider: str, reply: Reply, index: int, body: dict[str, Any]
+    ) -> bool:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+            b"cache-control: no-cache\r\ntransfer-encoding: chunked\r\n"
+            + f"x-request-id: req_{index}\r\n".encode()
+            + b"\r\n"
+        )
+        await writer.drain()
+        await asyncio.sleep(reply.first_token_delay_s)
+        events = _openai_events(reply, index, body) if provider == "openai" else _anthropic_events(reply, index, body)
+        delay = 1.0 / reply.tokens_per_second if reply.tokens_per_second else 0.0
+        pieces = 0
+        for text, is_piece in events:
+            if is_piece:
+                if reply.drop_after_pieces is not None and pieces >= reply.drop_after_pieces:
+                    writer.transport.abort()  # a broken stream, as a dropped connection looks
+                    return False
+                pieces += 1
+                if delay:
+                    await asyncio.sleep(delay)
+            data = text.encode()
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+
+# ------------------------------------------------------------ rendering
+def _pieces(text: str, size: int) -> list[str]:
+    size = max(1, size)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _arguments_text(call: ToolUse) -> str:
+    return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+
+
+def _output_tokens(reply: Reply) -> int:
+    if reply.output_tokens is not None:
+        return reply.output_tokens
+    chars = len(reply.text) + sum(len(_arguments_text(c)) + len(c.name) for c in reply.tool_calls)
+    return max(1, chars // max(1, reply.chars_per_token))
+
+
+def _openai_finish(reply: Reply) -> str:
+    return reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+
+def _anthropic_stop(reply: Reply) -> str:
+    return reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
+
+
+def _openai_usage(reply: Reply) -> dict[str, int]:
+    out = _output_tokens(reply)
+    return {"prompt_tokens": reply.input_tokens, "completion_tokens": out, "total_tokens": reply.input_tokens + out}
+
+
+def _openai_json(reply: Reply, index: int, body: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{index}_{i}", "type": "function", "function": {"name": c.name, "arguments": _arguments_text(c)}}
+            for i, c in enumerate(reply.tool_calls)
+        ]
+    return {
+        "id": f"chatcmpl-{index}",
+        "object": "chat.completion",
+        "created": 1_700_000_000 + index,
+        "model": body.get("model", "scripted"),
+        "choices": [{"index": 0, "message": message, "finish_reason": _openai_finish(reply), "logprobs": None}],
+        "usage": _openai_usage(reply),
+    }
+
+
+def _openai_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """(SSE text, is a paced piece) pairs."""
+    base = {
+        "id": f"chatcmpl-{index}",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000 + index,
+        "model": body.get("model", "scripted"),
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        data = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra}
+        return f"data: {json.dumps(data)}\n\n"
+
+    events = [(chunk({"role": "assistant", "content": ""}), False)]
+    for piece in _pieces(reply.text, reply.chars_per_token):
+        events.append((chunk({"content": piece}), True))
+    for i, call in enumerate(reply.tool_calls):
+        opening = {"index": i, "id": f"call_{index}_{i}", "type": "function", "function": {"name": call.name, "arguments": ""}}
+        events.append((chunk({"tool_calls": [opening]}), True))
+        for piece in _pieces(_arguments_text(call), reply.chars_per_token):
+            events.append((chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}), True))
+    events.append((chunk({}, _openai_finish(reply)), False))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        events.append((f"data: {json.dumps({**base, 'choices': [], 'usage': _openai_usage(reply)})}\n\n", False))
+    events.append(("data: [DONE]\n\n", False))
+    return events
+
+
+def _anthropic_json(reply: Reply, index: int, body: dict[str, Any]) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    for i, call in enumerate(reply.tool_calls):
+        args = call.arguments if isinstance(call.arguments, dict) else {}
+        content.append({"type": "tool_use", "id": f"toolu_{index}_{i}", "name": call.name, "input": args})
+    return {
+        "id": f"msg_{index}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "scripted"),
+        "content": content,
+        "stop_reason": _anthropic_stop(reply),
+        "stop_sequence": None,
+        "usage": {"input_tokens": reply.input_tokens, "output_tokens": _output_tokens(reply)},
+    }
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+def _anthropic_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tuple[str, bool]]:
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": f"msg_{index}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "scripted"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": reply.input_tokens, "output_tokens": 1},
+        },
+    }
+    events = [(_sse("message_start", start), False), (_sse("ping", {"type": "ping"}), False)]
+    block = 0
+    if reply.text:
+        events.append((_sse("content_block_start", {"type": "content_block_start", "index": block,
+                                                     "content_block": {"type": "text", "text": ""}}), False))
+        for piece in _pieces(reply.text, reply.chars_per_token):
+            events.append((_sse("content_block_delta", {"type": "content_block_delta", "index": block,
+                                                         "delta": {"type": "text_delta", "text": piece}}), True))
+        events.append((_sse("content_block_stop", {"type": "content_block_stop", "index": block}), False))
+        block += 1
+    for i, call in enumerate(reply.tool_calls):
+        opening = {"type": "tool_use", "id": f"toolu_{index}_{i}", "name": call.name, "input": {}}
+        events.append((_sse("content_block_start", {"type": "content_block_start", "index": block,
+                                                     "content_block": opening}), True))
+        for piece in _pieces(_arguments_text(call), reply.chars_per_token):
+            events.append((_sse("content_block_delta", {"type": "content_block_delta", "index": block,
+                                                         "delta": {"type": "input_json_delta", "partial_json": piece}}), True))
+        events.append((_sse("content_block_stop", {"type": "content_block_stop", "index": block}), False))
+        block += 1
+    events.append((_sse("message_delta", {"type": "message_delta",
+                                          "delta": {"stop_reason": _anthropic_stop(reply), "stop_sequence": None},
+                                          "usage": {"output_tokens": _output_tokens(reply)}}), False))
+    events.append((_sse("message_stop", {"type": "message_stop"}), False))
+    return events
+
+
+async def _send_json(writer: asyncio.StreamWriter, status: int, payload: dict[str, Any],
+                     extra_headers: dict[str, str] | None = None) -> None:
+    data = json.dumps(payload).encode()
+    head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json",
+            f"content-length: {len(data)}"]
+    head += [f"{k}: {v}" for k, v in (extra_headers or {}).items()]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+    await writer.drain()
+
+
+async def _send_failure(writer: asyncio.StreamWriter, provider: str, failure: Failure) -> None:
+    headers: dict[str, str] = {}
+    if failure.retry_after_s is not None:
+        headers["retry-after"] = f"{failure.retry_after_s:g}"
+    if provider == "openai":
+        payload = {"error": {"message": failure.message, "type": failure.kind, "param": None, "code": failure.code}}
+    else:
+        payload = {"type": "error", "error": {"type": failure.kind, "message": failure.message}}
+    await _send_json(writer, failure.status, payload, headers)
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+            429: "Too Many Requests", 500: "Internal Server Error", 529: "Overloaded"}
