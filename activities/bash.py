@@ -270,7 +270,7 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
         if not prior.safe_to_run:
             if started is not None and started.capture is not None:
                 started.capture.discard()
-            meta.update(capture="unavailable", failure=bash_txn.MAY_HAVE_RUN)
+            meta.update(capture="unavailable", failure="lost_worker", retry=bash_txn.MAY_HAVE_RUN)
             if prior.result is not None:
                 return _from_stored(request, prior.result, meta, EARLIER_ATTEMPT_NOTE, False)
             log.warning("bash call %s of turn %s: not run again, an earlier attempt ran without capture: %s",

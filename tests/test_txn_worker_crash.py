@@ -93,5 +93,6 @@ async def test_without_capture_a_lost_command_is_not_run_again(
     [r] = done.results
     assert (workspace / "log.txt").read_text() == "start\nappended\n"  # once: the first attempt's
     assert r.is_error and "may or may not have run" in r.output and "NOT run again" in r.output
-    assert r.metadata["capture"] == "unavailable" and r.metadata["failure"] == "may-or-may-not-have-run"
+    assert r.metadata["capture"] == "unavailable" and r.metadata["failure"] == "lost_worker"
+    assert r.metadata["retry"] == "may-or-may-not-have-run"
     assert "runs without capture" in (tmp_path / "w1.log").read_text()
