@@ -278,8 +278,9 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
             return ToolResult.error(
                 request.call_id, BASH, bash_txn.MAY_HAVE_RUN_TEXT.format(why=prior.reason), metadata=meta
             )
-    await asyncio.to_thread(bash_txn.mark_launched, root, turn_id, request.call_id, launch_mode, attempt,
-                            started.reason if started is not None else "")
+    if launch_mode != "read-only":  # a read-only run is safe to repeat: no marker, no fsync
+        await asyncio.to_thread(bash_txn.mark_launched, root, turn_id, request.call_id, launch_mode, attempt,
+                                started.reason if started is not None else "")
     capture = started.capture if started is not None and started.mode == "capture" else None
     try:
         outcome = await execute_plan(

@@ -10,7 +10,8 @@ first attempt left on disk under ``.agent-artifacts/txn/<turn>/<call>/``:
 - a ``launched`` marker saying ``direct`` (the command ran without capture,
   directly on the workspace): it may or may not have run; refuse to run it
   again and say so;
-- a ``launched`` marker saying ``capture``, or no marker at all (the first
+- a ``launched`` marker saying ``capture`` or ``read-only`` (an ``allow``
+  command on the read-only workspace bind), or no marker at all (the first
   attempt never got as far as starting the command): running it again is safe.
 
 The marker is written (fsync'd) right before the command is launched. A
@@ -74,7 +75,7 @@ def prior_attempt(root: str, turn_id: str, call_id: str) -> Prior:
     except (OSError, ValueError) as exc:
         return Prior(False, reason=f"its start marker is unreadable: {exc}")
     mode = str(marker.get("mode", ""))
-    if mode == "capture":
+    if mode in ("capture", "read-only"):  # nothing reached the workspace unless journaled
         return Prior(True, mode)
     try:
         return Prior(False, mode, result=read_json(os.path.join(folder, DIRECT_RESULT)))
