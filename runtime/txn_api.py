@@ -14,7 +14,8 @@ from __future__ import annotations
 import uuid
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
 
 from core.contracts import TurnInput
 from core.txn_contracts import RollbackRequest, RollbackResult
@@ -28,17 +29,27 @@ class RollbackLookupFailed(LookupError):
 async def turn_workspace(client: Client, turn_id: str) -> tuple[str, str]:
     """(workspace root, task queue) the turn ran with, from its first event."""
     handle = client.get_workflow_handle(turn_id)
-    async for event in handle.fetch_history_events():
-        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-            break
-        attrs = event.workflow_execution_started_event_attributes
-        if attrs.workflow_type.name != "AgentTurnWorkflow" or not attrs.input.payloads:
-            break
-        [turn] = await client.data_converter.decode(attrs.input.payloads[:1], [TurnInput])
-        return turn.workspace.root, turn.workspace.task_queue
+    try:
+        async for event in handle.fetch_history_events():
+            if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+                break
+            attrs = event.workflow_execution_started_event_attributes
+            if attrs.workflow_type.name != "AgentTurnWorkflow" or not attrs.input.payloads:
+                break
+            [turn] = await client.data_converter.decode(attrs.input.payloads[:1], [TurnInput])
+            return turn.workspace.root, turn.workspace.task_queue
+    except RPCError:
+        pass  # no such workflow (never, or its history is gone)
     raise RollbackLookupFailed(
         f"{turn_id} is not an agent turn on this server: pass --workspace and --task-queue of the worker that holds it"
     )
+
+
+async def _running(client: Client, turn_id: str) -> bool:
+    try:
+        return (await client.get_workflow_handle(turn_id).describe()).status == WorkflowExecutionStatus.RUNNING
+    except RPCError:
+        return False  # no such workflow (history gone): the files on disk decide
 
 
 async def rollback(
@@ -49,6 +60,8 @@ async def rollback(
     if workspace_root is None or task_queue is None:
         root, queue = await turn_workspace(client, turn_id)
         workspace_root, task_queue = workspace_root or root, task_queue or queue
+    if await _running(client, turn_id):
+        raise RollbackLookupFailed(f"turn {turn_id} is still running: wait for it to finish (or reject it) first")
     return await client.execute_workflow(
         ROLLBACK_WORKFLOW,
         RollbackRequest(workspace_root=workspace_root, turn_id=turn_id),

@@ -103,6 +103,7 @@ async def test_conflicts_escapes_and_timeouts(client: Client, workspace: Path, t
         ], turn_id=turn_id))
         (workspace / "a.txt").write_text("someone else's\n")
         out = run_client("--address", server_address(client), "rollback", turn_id)
+        unknown = run_client("--address", server_address(client), "rollback", "no-such-turn")
     finally:
         w.stop()
     [r] = escape.results
@@ -117,3 +118,4 @@ async def test_conflicts_escapes_and_timeouts(client: Client, workspace: Path, t
     assert out.returncode == 1, out.stdout + out.stderr
     assert "changed since the turn by someone else" in out.stdout and "a.txt" in out.stdout
     assert (workspace / "a.txt").read_text() == "someone else's\n"
+    assert unknown.returncode == 1 and "pass --workspace and --task-queue" in unknown.stdout, unknown
