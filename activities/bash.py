@@ -313,7 +313,7 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
     stored = bash_txn.result_dict(text, is_error, meta, outcome.exit_code)
     done = await asyncio.to_thread(
         txn.finish, started, verdict=verdict.verdict,
-        completed=not (outcome.timed_out or outcome.spawn_error), result=stored, preview=preview,
+        completed=_finished(outcome), result=stored, preview=preview,
     )
     meta.update(done.metadata)
     if done.changed and done.capture == "read-only-violation":
@@ -353,6 +353,14 @@ async def _previewed(request: ToolRequest, root: str, turn_id: str, meta: dict[s
         )
         return ToolResult.error(request.call_id, BASH, text, metadata=meta)
     return _from_stored(request, done.stored, meta, done.text, done.is_error)
+
+
+def _finished(outcome: ExecOutcome) -> bool:
+    """Did the command run to its end? A timed-out command, one killed
+    (SIGKILL, directly or as bubblewrap's 128+9, or by the memory limit) or
+    one that never started applies nothing of what it changed."""
+    killed = outcome.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL) or outcome.memory_limit_hit
+    return not (outcome.timed_out or outcome.spawn_error or killed)
 
 
 def _describe_outcome(outcome: ExecOutcome, args: BashArgs, meta: dict[str, str]) -> tuple[str, bool]:
