@@ -1,0 +1,54 @@
+"""Fail-closed validation of bash commands (DESIGN.md section 4, "intent fence").
+
+``validate_command`` turns one command string into a :class:`Verdict`:
+``allow`` (a known read-only program with known options: no approval, may run
+in parallel), ``ask`` (may change things: a human approves it first), or
+``reject`` (never runs; ``reason`` says what was found, ``hint`` what to do).
+
+The package, one concern per module:
+
+* ``lexer`` / ``quoting`` / ``parser_check`` - the strict subset of shell
+  syntax, derived from the source text by our own lexer and cross-checked
+  against bashlex (any disagreement rejects);
+* ``programs`` - which rule judges a command (basenames, versioned names,
+  program paths) and paths outside the workspace;
+* ``options`` - the option model (short clusters, attached values, long
+  options and their abbreviations, negations);
+* ``rules_*`` - one module per family of programs, each with its table of
+  cases ``CASES`` beside its rules (collected by tests/test_shell_rules.py).
+
+Everything here is pure: constants at module level, no I/O, so the Temporal
+workflow sandbox can import it.
+"""
+
+from __future__ import annotations
+
+from core.shell import (
+    rules_awk,
+    rules_builds,
+    rules_destructive,
+    rules_git,
+    rules_interpreters,
+    rules_readonly,
+    rules_rejected,
+    rules_sed,
+)
+from core.shell.entry import MAX_COMMAND_CHARS, validate_command
+from core.shell.programs import HANDLERS
+from core.shell.verdict import Verdict
+
+# Later modules win where a name appears twice (a specific rule over a family).
+RULE_MODULES = (
+    rules_rejected,
+    rules_destructive,
+    rules_builds,
+    rules_readonly,
+    rules_sed,
+    rules_awk,
+    rules_interpreters,
+    rules_git,
+)
+for _module in RULE_MODULES:
+    HANDLERS.update(_module.HANDLERS)
+
+__all__ = ["MAX_COMMAND_CHARS", "RULE_MODULES", "Verdict", "validate_command"]
