@@ -202,8 +202,6 @@ REJECTS: list[tuple[str, str, str]] = [
     ("chmod -R 000 ../other", _DESTROY, "outside the workspace"),
     ("chown -R me /etc", _DESTROY, "outside the workspace"),
     ("chgrp --recursive g /usr", _DESTROY, "outside the workspace"),
-    ("git clean -fdx", _DESTROY, "deletes untracked"),
-    ("git clean -f", _DESTROY, "deletes untracked"),
     # system state
     ("shutdown -h now", _SYSTEM, "system state"),
     ("reboot", _SYSTEM, "system state"),
@@ -623,6 +621,8 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("od -c x.bin", "allow", None),
     ("git config --get user.name", "allow", None),
     ("git clean -n", "allow", None),
+    ("git clean -f", "ask", None),  # issue 12: destructive ask (was reject)
+    ("git clean -fdx", "ask", None),  # issue 12: destructive ask (was reject)
     ("git --version", "allow", None),
     ("git diff --output=patch.txt", "ask", None),
     ("git diff --ext-diff", "ask", None),
@@ -652,17 +652,17 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("python3 -u prog.py", "ask", None),
     ("python3 prog.py -c x", "ask", None),
     ("python3 -m pip install -e .", "ask", None),
-    ("python --version", "allow", None),
-    ("python3 -V", "allow", None),
-    ("node --version", "allow", None),
+    ("python --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
+    ("python3 -V", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
+    ("node --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
     ("node server.js", "ask", None),
-    ("go version", "allow", None),
+    ("go version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
     ("go test ./...", "ask", ("go", "test", "./...")),
     ("go build ./cmd/app", "ask", None),
-    ("cargo --version", "allow", None),
+    ("cargo --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
     ("cargo build", "ask", ("cargo", "build")),
     ("cargo test --release", "ask", None),
-    ("rustc --version", "allow", None),
+    ("rustc --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
     ("npm test", "ask", ("npm", "test")),
     ("npm run build", "ask", None),
     ("npm install", "ask", None),
@@ -678,7 +678,7 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("chmod +x run.sh", "ask", None),
     ("chmod -R u+w build", "ask", None),
     ("pip install requests", "ask", None),
-    ("pip --version", "allow", None),
+    ("pip --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
     ("uv run pytest -q", "ask", None),
     ("tar -czf out.tar.gz src", "ask", None),
     ("tar -tf x.tar", "ask", None),

@@ -1,7 +1,8 @@
 """Every rule module's table of cases, collected by one parametrized test.
 
 Each ``core/shell/rules_*.py`` keeps ``CASES = [(command, verdict, reason
-substring or None), ...]`` beside its rules (the way Codex keeps its
+substring or None), ...]`` beside its rules (verdict ``ask+destructive``: an
+``ask`` that must never run unattended) (the way Codex keeps its
 command-safety tables); this test runs them all through the public entry
 point, so a case checks the whole path (lexing, cross-check, dispatch, rule).
 """
@@ -10,17 +11,17 @@ from __future__ import annotations
 
 import pytest
 
-from core.shell import RULE_MODULES, validate_command
+from core.shell import CASE_MODULES, validate_command
 
 CASES = [
     (module.__name__.rsplit(".", 1)[-1], command, verdict, needle)
-    for module in RULE_MODULES
+    for module in CASE_MODULES
     for command, verdict, needle in module.CASES
 ]
 
 
 def test_every_rule_module_has_cases() -> None:
-    for module in RULE_MODULES:
+    for module in CASE_MODULES:
         assert len(module.CASES) >= 5, module.__name__
     commands = [c for _, c, _, _ in CASES]
     assert len(commands) == len(set(commands)), "a case appears twice"
@@ -31,8 +32,9 @@ def test_every_rule_module_has_cases() -> None:
 )
 def test_rule_case(module: str, command: str, verdict: str, needle: str | None) -> None:
     v = validate_command(command)
-    assert v.verdict == verdict, (command, v)
+    expected, _, flag = verdict.partition("+")
+    assert (v.verdict, v.destructive) == (expected, flag == "destructive"), (command, v)
     if needle is not None:
         assert needle.lower() in v.reason.lower(), (command, v.reason)
-    if verdict == "reject":
+    if expected == "reject":
         assert v.hint, v

@@ -53,7 +53,8 @@ def test_accepts(command: str, verdict: str, argv: tuple[str, ...] | None) -> No
 
 def test_verdict_shape() -> None:
     v = validate_command("ls -la src")
-    assert v == Verdict("allow", v.reason, None, "ls", ("ls", "-la", "src"))
+    assert (v.verdict, v.hint, v.program, v.argv, v.destructive) == ("allow", None, "ls", ("ls", "-la", "src"), False)
+    assert isinstance(v, Verdict) and v.reason and v.paths == ("src",)
     r = validate_command("rm -rf /")
     assert r.verdict == "reject" and r.program == "rm" and r.argv == ("rm", "-rf", "/") and r.hint
 

@@ -24,10 +24,12 @@ workflow sandbox can import it.
 from __future__ import annotations
 
 from core.shell import (
+    programs,
     rules_awk,
     rules_builds,
     rules_destructive,
     rules_git,
+    rules_git_changes,
     rules_interpreters,
     rules_readonly,
     rules_rejected,
@@ -48,7 +50,9 @@ RULE_MODULES = (
     rules_interpreters,
     rules_git,
 )
+# Every module with a CASES table (tests/test_shell_rules.py runs them all).
+CASE_MODULES = (*RULE_MODULES, rules_git_changes, programs)
 for _module in RULE_MODULES:
     HANDLERS.update(_module.HANDLERS)
 
-__all__ = ["MAX_COMMAND_CHARS", "RULE_MODULES", "Verdict", "validate_command"]
+__all__ = ["CASE_MODULES", "MAX_COMMAND_CHARS", "RULE_MODULES", "Verdict", "validate_command"]

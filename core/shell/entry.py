@@ -56,9 +56,11 @@ def validate_command(command: str) -> Verdict:
     problem = bashlex_check(s, spans)
     if problem is not None:
         return _from(problem, argv=argv)
-    program, j = judge(argv)
-    return _from(j, program, argv)
+    program, j, paths = judge(argv)
+    return _from(j, program, argv, paths)
 
 
-def _from(j: J, program: str | None = None, argv: tuple[str, ...] = ()) -> Verdict:
-    return Verdict(j.verdict, j.reason, j.hint, program, argv, destructive=j.destructive)  # type: ignore[arg-type]
+def _from(j: J, program: str | None = None, argv: tuple[str, ...] = (), paths: list[str] | None = None) -> Verdict:
+    return Verdict(
+        j.verdict, j.reason, j.hint, program, argv, destructive=j.destructive, paths=tuple(paths or ())  # type: ignore[arg-type]
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.shell.options import is_version_query, long_hit, short_hit
 from core.shell.programs import Handler, judge_inner
-from core.shell.verdict import H_SCRIPT, H_SEPARATE, J, allow, ask, rej
+from core.shell.verdict import ask_writes, H_SCRIPT, H_SEPARATE, J, allow, ask, rej
 
 
 _ASK_REASONS = {
@@ -78,6 +78,10 @@ _ASK_REASONS = {
     "podman": "controls containers",
     "kubectl": "controls a cluster",
 }
+# Programs that write the paths they are given: a path outside the workspace rejects.
+_FILE_WRITERS = frozenset(
+    "mkdir touch cp mv ln rmdir install patch tee split tar zip unzip gzip gunzip xz bzip2 zstd".split()
+)
 _VERSION_OK = frozenset(
     "make cmake ninja meson gcc g++ cc clang clang++ javac java tsc npm yarn pnpm npx pip pip3 pipx "
     "uv poetry pipenv pdm hatch rye conda bundle gem black ruff mypy pyright flake8 pylint isort "
@@ -103,7 +107,8 @@ def _h_ask(name: str, args: list[str]) -> J:
     runners = _ENV_RUNNERS.get(lname)
     if runners and args and args[0] in runners:
         return judge_inner(f"{name} {args[0]}", args[1:])
-    return ask(f"`{name}` {_ASK_REASONS.get(lname, 'may change files or run code')}")
+    reason = f"`{name}` {_ASK_REASONS.get(lname, 'may change files or run code')}"
+    return ask_writes(reason) if lname in _FILE_WRITERS else ask(reason)
 
 
 def _h_make(name: str, args: list[str]) -> J:
@@ -200,7 +205,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("cargo --config 'target.x.runner=\"sh\"' run", "reject", "runner"),
     ("npx -c id", "reject", "inline shell"),
     ("go test -exec ./x ./...", "reject", "runs another program"),
-    ("go version", "allow", None),
+    ("go version", "ask", "toolchain"),
     ("tar -I id -cf x.tar .", "reject", "runs another program"),
     ("tar -cf host:x.tar .", "reject", "remote host"),
     ("zip -TT 'sh -c id' a.zip f", "reject", "runs another program"),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+from core.shell.rules_git_changes import git_clean, git_destructive, git_grep, git_push
 from core.shell.options import Opts, long_hit, opts, scan, short_hit
 from core.shell.programs import Handler
-from core.shell.verdict import H_DELETE, H_GIT_STD, H_SEPARATE, H_SYSTEM, J, allow, ask, rej
+from core.shell.verdict import ask_writes, H_DELETE, H_GIT_STD, H_SEPARATE, H_SYSTEM, J, allow, ask, rej
 
 
 _GIT_GLOBAL_FLAGS = frozenset(
@@ -282,8 +283,6 @@ def _git_sub(sub: str, rest: list[str]) -> J:
         hit = long_hit(a, ("upload-pack", "receive-pack", "exec", "template"))
         if hit and (hit != "exec" or sub in ("push", "ls-remote", "archive", "fetch", "pull", "clone", "rebase")):
             return rej(f"`git {sub} --{hit}` runs another program", H_GIT_STD)
-        if long_hit(a, ("open-files-in-pager",)) or (sub == "grep" and a.startswith("-O")):
-            return rej("`git grep -O` opens files in a pager program", "drop -O; the matches are returned to you")
     if sub == "rebase" and any(a == "-x" or a.startswith("-x") for a in rest):
         return rej("`git rebase -x/--exec` runs shell commands", H_GIT_STD)
     if sub == "bisect" and rest[:1] == ["run"]:
@@ -301,9 +300,16 @@ def _git_sub(sub: str, rest: list[str]) -> J:
     if sub == "maintenance" and rest[:1] in (["start"], ["register"]):
         return rej("`git maintenance start/register` schedules background jobs on the machine", H_SYSTEM)
     if sub == "clean":
-        if any(a in ("-n", "--dry-run") or short_hit(a, "n") for a in rest):
-            return allow("`git clean -n` only lists what would be deleted")
-        return rej("`git clean` deletes untracked files permanently", H_DELETE)
+        return git_clean(rest)
+    if sub == "grep":
+        return git_grep(rest)
+    if sub == "push":
+        pushed = git_push(rest)
+        if pushed is not None:
+            return pushed
+    lost = git_destructive(sub, rest)
+    if lost is not None:
+        return lost
     if sub == "config":
         return _git_config(rest)
     if sub in _GIT_NETWORK:
@@ -316,6 +322,8 @@ def _git_sub(sub: str, rest: list[str]) -> J:
         hit = long_hit(a, _GIT_ASK_OPTS, _GIT_ASK_EXACT)
         if hit:
             ask_reason = f"`git {sub} --{hit}` writes a file or runs a configured program"
+            if hit == "output":
+                return ask_writes(ask_reason)
             break
     spec = _GIT_OPTS.get(sub)
     if spec is not None:

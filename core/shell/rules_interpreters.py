@@ -274,7 +274,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("python3 -Ic x", "reject", "inline code"),
     ("python3 script.py", "ask", "runs a python program"),
     ("python3 -m pytest -q", "ask", "test suite"),
-    ("python3 --version", "allow", "only prints"),
+    ("python3 --version", "ask", "toolchain"),
     ("perl -ne 'print' f", "reject", "inline code"),
     ("node -pe 1", "reject", "inline code"),
     ("node server.js", "ask", None),

@@ -6,7 +6,7 @@ import re
 
 from core.shell.options import Opts, generic_allow, long_hit, opts, scan, short_hit
 from core.shell.programs import Handler, family
-from core.shell.verdict import H_DELETE, H_SYSTEM, J, allow, ask, rej
+from core.shell.verdict import ask_writes, H_DELETE, H_SYSTEM, J, allow, ask, rej
 
 
 READONLY_OPTS: dict[str, Opts] = {
@@ -216,7 +216,7 @@ def _h_sort(name: str, args: list[str]) -> J:
             )
     for a in args:
         if long_hit(a, ("output",)) or short_hit(a, "o", "ktTS"):
-            return ask("`sort -o` writes a file")
+            return ask_writes("`sort -o` writes a file")
     return _h_readonly(name, args)
 
 

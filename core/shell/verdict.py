@@ -41,6 +41,9 @@ class J(NamedTuple):
     reason: str
     hint: str | None = None
     destructive: bool = False
+    # The program writes or changes the paths it is given: one outside the
+    # workspace rejects the command instead of lowering it to ask.
+    writes: bool = False
 
 
 def allow(reason: str) -> J:
@@ -55,9 +58,14 @@ def rej(reason: str, hint: str) -> J:
     return J("reject", reason, hint)
 
 
-def destructive(reason: str) -> J:
+def destructive(reason: str, writes: bool = False) -> J:
     """``ask`` that no mode or rule may run unattended (work is lost for good)."""
-    return J("ask", reason, None, True)
+    return J("ask", reason, None, True, writes)
+
+
+def ask_writes(reason: str) -> J:
+    """``ask`` for a program that writes the paths it is given."""
+    return J("ask", reason, None, False, True)
 
 
 H_SEPARATE = "run these as separate bash calls, one plain command per call"
