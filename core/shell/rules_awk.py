@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from core.shell.options import prefix_matches
+from core.shell.awk_grammar import judge_program
 from core.shell.programs import Handler
 from core.shell.verdict import H_SCRIPT, J, allow, ask, rej
 
@@ -21,7 +22,6 @@ _AWK_HARMLESS = frozenset(
 )
 
 
-_AWK_BAD = re.compile(r"system|@|/inet|\bprintf?\b[^;{}]*>")
 
 
 def _h_awk(name: str, args: list[str]) -> J:
@@ -77,19 +77,24 @@ def _h_awk(name: str, args: list[str]) -> J:
         if not positional:
             return ask(f"`{name}` without a program")
         programs.append(positional.pop(0))
+    asks = []
     for prog in programs:
-        if _AWK_BAD.search(prog) or "|" in prog.replace("||", ""):
+        kind, why = judge_program(prog)
+        if kind == "reject":
             return rej(
-                f"awk program {prog!r} may run commands or write files (system, pipes, getline from a "
-                "command, `print >` redirection, @load / indirect calls)",
+                f"awk program {prog!r} {why} (system, pipes, getline from a command, `print >` "
+                "redirection, @load / indirect calls)",
                 "keep the awk program to reading and printing (e.g. awk '{print $1}' FILE); write files "
                 "with the write_file tool",
             )
+        if kind == "ask":
+            asks.append(why)
     if from_file:
         return ask(f"`{name} -f` runs a program file that was not inspected")
-    if any("getline" in prog for prog in programs):
-        return ask(f"the `{name}` program reads other files with getline")
+    if asks:
+        return ask(f"the `{name}` program {asks[0]}")
     return allow(f"`{name}` program only reads and prints")
+
 
 HANDLERS: dict[str, Handler] = dict.fromkeys(("awk", "gawk", "mawk", "nawk", "original-awk"), _h_awk)
 
@@ -97,9 +102,25 @@ HANDLERS: dict[str, Handler] = dict.fromkeys(("awk", "gawk", "mawk", "nawk", "or
 CASES: list[tuple[str, str, str | None]] = [
     ("awk '{print $1}' data.txt", "allow", "only reads"),
     ("awk -F: '$3 > 100 {print $1}' data.txt", "allow", None),
+    ("awk '{s += $1} END {print s / NR}' data.txt", "allow", None),
+    ("awk '{ printf \"%s\\n\", $2 }' data.txt", "allow", None),
+    ("awk -v n=3 'NR <= n' data.txt", "allow", None),
+    ("awk '/foo|bar/ {print ($1 > 3)}' data.txt", "allow", None),
     ("awk 'BEGIN{system(\"id\")}'", "reject", "may run commands"),
     ("awk '{print > \"out\"}' f", "reject", "may run commands"),
     ("awk -f prog.awk data", "ask", "program file"),
     ("gawk -l filefuncs 'BEGIN{}'", "reject", "shared library"),
     ("gawk --lo=x 'BEGIN{}'", "reject", "shared library"),
+    # issue 9: a `}` or `;` inside a string must not end the print statement
+    ("awk 'BEGIN{print \"}\" > \"x.txt\"}'", "reject", "may run commands"),
+    ("awk 'BEGIN{print \";\" >> \"x.txt\"}'", "reject", "may run commands"),
+    ("awk '{print $1 > 3}' f", "reject", "may run commands"),
+    ("awk '{printf(\"%s\", $1) > \"f\"}' f", "reject", "may run commands"),
+    ("awk 'BEGIN{ARGV[1]=\"/etc/hostname\";ARGC=2}{print}'", "ask", "command line"),
+    ("awk 'BEGIN{x++ / system(1) / 1}'", "reject", "may run commands"),
+    ("awk 'BEGIN{x = 1; x++ /2/ 1}'", "ask", "cannot tokenize"),
+    ("awk 'BEGIN{while ((\"ls\" | getline l) > 0) print l}'", "reject", "may run commands"),
+    ("awk '/[/]x/ {print}' f", "ask", "cannot tokenize"),
+    ("awk '/systemd/' f", "ask", "system"),
+    ("awk 'BEGIN{getline l < \"f\"; print l}'", "ask", "getline"),
 ]

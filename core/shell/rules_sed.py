@@ -1,130 +1,11 @@
-"""sed: allowed only for a script grammar we can prove read-only. Pure."""
+"""sed: options; the script is judged by core.shell.sed_grammar (a small grammar proven read-only). Pure."""
 
 from __future__ import annotations
 
 from core.shell.options import prefix_matches
 from core.shell.programs import Handler
+from core.shell.sed_grammar import judge_script
 from core.shell.verdict import J, allow, ask, rej
-
-
-_SED_SIMPLE = frozenset("=dDgGhHnNpPxzFlLqQ")
-_SED_READS = "reads another file"  # not a rejection: lowers allow to ask
-
-
-def _sed_script_problem(script: str) -> str | None:
-    """Return None if the sed script is understood and neither executes nor
-    writes, else a description of the problem."""
-    s, n, i = script, len(script), 0
-
-    def skip_regex(i: int, delim: str) -> int:
-        # i points just after the opening delimiter; return index after closing one
-        while i < n:
-            c = s[i]
-            if c == "\\":
-                i += 2
-                continue
-            if c == delim:
-                return i + 1
-            if c == "\n":
-                return -1
-            i += 1
-        return -1
-
-    def skip_addr(i: int) -> int:
-        if i < n and s[i].isdigit():
-            while i < n and (s[i].isdigit() or s[i] == "~"):
-                i += 1
-            return i
-        if i < n and s[i] == "$":
-            return i + 1
-        if i < n and s[i] == "/":
-            return skip_regex(i + 1, "/")
-        if i < n and s[i] == "\\" and i + 1 < n:
-            return skip_regex(i + 2, s[i + 1])
-        return i
-
-    while i < n:
-        while i < n and s[i] in " ;\t":
-            i += 1
-        if i >= n:
-            break
-        j = skip_addr(i)
-        if j < 0:
-            return "unterminated address"
-        if j != i:
-            while j < n and s[j] in "IM":
-                j += 1
-            if j < n and s[j] == ",":
-                j += 1
-                if j < n and s[j] in "+~":
-                    j += 1
-                    while j < n and s[j].isdigit():
-                        j += 1
-                else:
-                    k = skip_addr(j)
-                    if k < 0 or k == j:
-                        return "bad address range"
-                    j = k
-                    while j < n and s[j] in "IM":
-                        j += 1
-        i = j
-        while i < n and s[i] == " ":
-            i += 1
-        if i < n and s[i] == "!":
-            i += 1
-            while i < n and s[i] == " ":
-                i += 1
-        if i >= n:
-            return "address without a command"
-        c = s[i]
-        i += 1
-        if c in "{}":
-            continue
-        if c == "e":
-            return "the `e` command executes a shell command"
-        if c in "wW":
-            return f"the `{c}` command writes a file"
-        if c == "s" or c == "y":
-            if i >= n or s[i] in "\\\n ":
-                return f"bad `{c}` command"
-            delim = s[i]
-            i = skip_regex(i + 1, delim)
-            if i < 0:
-                return f"unterminated `{c}` command"
-            i = skip_regex(i, delim)
-            if i < 0:
-                return f"unterminated `{c}` command"
-            if c == "s":
-                while i < n and s[i] not in "; }":
-                    f = s[i]
-                    if f == "e":
-                        return "the `s///e` flag executes the pattern space as a command"
-                    if f in "wW":
-                        return "the `s///w` flag writes a file"
-                    if f not in "gpiImM0123456789":
-                        return f"unknown `s` flag {f!r}"
-                    i += 1
-            continue
-        if c in _SED_SIMPLE:
-            while i < n and s[i].isdigit():
-                i += 1
-            continue
-        if c in "btT:":
-            while i < n and s[i] not in ";}":
-                i += 1
-            continue
-        if c in "aic":
-            return None  # GNU one-liner text runs to the end of the script
-        if c in "rR":
-            return _SED_READS  # reads another file; its name runs to the end of the script
-        if c == "#":
-            return None
-        if c == "v":
-            while i < n and s[i] not in ";}":
-                i += 1
-            continue
-        return f"unknown command {c!r}"
-    return None
 
 
 _SED_LONG = (
@@ -196,23 +77,19 @@ def _h_sed(name: str, args: list[str]) -> J:
         if not files:
             return ask("`sed` without a script")
         scripts.append(files.pop(0))
-    reads = False
-    for script in scripts:
-        problem = _sed_script_problem(script)
-        if problem is _SED_READS:
-            reads = True
-        elif problem is not None:
-            return rej(
-                f"sed script {script!r} is not allowed: {problem}",
-                "use a plain substitution script (e.g. sed -n 's/a/b/p' FILE) and the edit_file tool "
-                "to change files",
-            )
+    kind, why = judge_script("\n".join(scripts)) if scripts else ("allow", "")
+    if kind == "reject":
+        return rej(
+            f"sed script {scripts!r} is not allowed: {why}",
+            "use a plain substitution script (e.g. sed -n 's/a/b/p' FILE) and the edit_file tool "
+            "to change files",
+        )
     if in_place:
         return ask("`sed -i` edits files in place")
     if from_file:
         return ask("`sed -f` runs a script file that was not inspected")
-    if reads:
-        return ask("the sed script reads another file (`r` / `R`)")
+    if kind == "ask":
+        return ask(f"`sed`: {why}")
     return allow("`sed` only prints a transformed copy")
 
 HANDLERS: dict[str, Handler] = {"sed": _h_sed, "gsed": _h_sed}
@@ -221,10 +98,28 @@ HANDLERS: dict[str, Handler] = {"sed": _h_sed, "gsed": _h_sed}
 CASES: list[tuple[str, str, str | None]] = [
     ("sed -n 's/foo/bar/p' x.txt", "allow", "transformed copy"),
     ("sed -n '10,20p' x.txt", "allow", None),
+    ("sed -n '/start/,/end/{p}' x.txt", "allow", None),
+    ("sed 's|a|b|g; s/[0-9][0-9]*//2' x.txt", "allow", None),
+    ("sed -n '$p' x.txt", "allow", None),
+    ("sed '1!G;h;$!d' x.txt", "allow", None),
+    ("sed -e 's/a/b/' -e 's/c/d/' x.txt", "allow", None),
+    ("sed 'y/abc/xyz/' x.txt", "allow", None),
+    ("sed -E 's/[[:space:]]+$//' x.txt", "allow", None),
+    ("sed -n '0~4p' x.txt", "allow", None),
     ("sed -i 's/a/b/' x.txt", "ask", "in place"),
     ("sed -f prog.sed x", "ask", "script file"),
     ("sed '1e id' f", "reject", "`e` command"),
     ("sed 's/a/b/w out' f", "reject", "s///w"),
-    ("sed '1r /etc/shadow' x.txt", "ask", None),
+    ("sed '1r /etc/shadow' x.txt", "ask", "reads another file"),
     ("sed --e='1e id' f", "reject", "`e` command"),
+    # issue 9: GNU sed reads labels, `v` and brackets differently from a naive parser
+    ("sed -n 'bx;:x w s.py' a.txt", "ask", "outside the small sed grammar"),
+    ("sed -n 'v 4.2 w out.txt' a.txt", "ask", "outside the small sed grammar"),
+    ("sed -n 'b nolabel w s.py' a.txt", "ask", "outside the small sed grammar"),
+    ("sed 's/[/]/g;s/w d//g' a.txt", "ask", "bracket expression"),
+    ("sed -e 'a\\' -e 'w x' a.txt", "ask", "outside the small sed grammar"),
+    ("sed ':a;N;$!ba;s/\\n/ /g' a.txt", "ask", "outside the small sed grammar"),
+    ("sed '/x/a text' a.txt", "ask", "outside the small sed grammar"),
+    ("sed -n '/x/ { p; w out' a.txt", "reject", "writes a file"),
+    ("sed -n '#n' a.txt", "ask", None),
 ]
