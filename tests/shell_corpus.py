@@ -28,17 +28,13 @@ REJECTS: list[tuple[str, str, str]] = [
     # quote tricks and program paths
     ("'r''m' -rf /", _DESTROY, "`rm` deletes"),
     ('"r"m -rf /', _DESTROY, "`rm` deletes"),
-    ("r'm' x", _DESTROY, "`rm` deletes"),
     ("r\\m x", _SYNTAX, "backslash"),
-    ("/bin/rm x", _DESTROY, "`rm` deletes"),
-    ("/usr/bin/rm -rf .", _DESTROY, "`rm` deletes"),
     ("../../bin/rm x", _PATH, "`..` in the program path"),
     ("/usr/bin/../../bin/rm x", _PATH, "`..` in the program path"),
     ("./cat README.md", _PATH, "look-alike"),
     ("bin/ls", _PATH, "look-alike"),
     ("./rm x", _PATH, "look-alike"),
     ("scripts/sudo x", _PATH, "look-alike"),
-    ("RM -rf x", _DESTROY, "deletes"),
     ("/usr/bin/", _PATH, "folder"),
     ("'' x", _PATH, "program name is empty"),
     # substitutions and expansions
@@ -186,10 +182,9 @@ REJECTS: list[tuple[str, str, str]] = [
     ("setpriv --reuid 0 id", _PRIV, "privilege"),
     ("sudoedit /etc/hosts", _PRIV, "privilege"),
     # destruction
-    ("rm x", _DESTROY, "deletes"),
     ("rm -rf /", _DESTROY, "deletes"),
+    ("uv run rm -rf /", _WRAP, "outside the workspace"),
     ("rm -rf -- --no-preserve-root", _DESTROY, "deletes"),
-    ("unlink x", _DESTROY, "deletes"),
     ("dd if=/dev/zero of=x", _DESTROY, "deletes"),
     ("mkfs.ext4 /dev/sda1", _DESTROY, "deletes"),
     ("mkfs -t ext4 /dev/sda", _DESTROY, "deletes"),
@@ -197,7 +192,6 @@ REJECTS: list[tuple[str, str, str]] = [
     ("wipefs -a /dev/sda", _DESTROY, "deletes"),
     ("fdisk /dev/sda", _DESTROY, "deletes"),
     ("parted /dev/sda rm 1", _DESTROY, "deletes"),
-    ("truncate -s 0 x", _DESTROY, "deletes"),
     ("chmod -R 777 /", _DESTROY, "outside the workspace"),
     ("chmod -R 000 ../other", _DESTROY, "outside the workspace"),
     ("chown -R me /etc", _DESTROY, "outside the workspace"),
@@ -274,7 +268,6 @@ REJECTS: list[tuple[str, str, str]] = [
     ("find . -fprint out", _DESTROY, "writes a file"),
     ("find . -fprintf out '%p'", _DESTROY, "writes a file"),
     ("find . -fls out", _DESTROY, "writes a file"),
-    ("uv run rm -rf x", _WRAP, "`rm` deletes"),
     ("poetry run sudo ls", _WRAP, "privilege"),
     ("bundle exec env x", _WRAP, "wrapper"),
     # interpreters with inline code
@@ -621,6 +614,14 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("od -c x.bin", "allow", None),
     ("git config --get user.name", "allow", None),
     ("git clean -n", "allow", None),
+    ("r'm' x", "ask", None),  # issue 12: destructive ask (was reject)
+    ('/bin/rm x', "ask", None),  # issue 12: destructive ask (was reject)
+    ('/usr/bin/rm -rf .', "ask", None),  # issue 12: destructive ask (was reject)
+    ('RM -rf x', "ask", None),  # issue 12: destructive ask (was reject)
+    ('rm x', "ask", None),  # issue 12: destructive ask (was reject)
+    ('unlink x', "ask", None),  # issue 12: destructive ask (was reject)
+    ('truncate -s 0 x', "ask", None),  # issue 12: destructive ask (was reject)
+    ('uv run rm -rf x', "ask", None),  # issue 12: destructive ask (was reject)
     ("git clean -f", "ask", None),  # issue 12: destructive ask (was reject)
     ("git clean -fdx", "ask", None),  # issue 12: destructive ask (was reject)
     ("git --version", "allow", None),

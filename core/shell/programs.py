@@ -102,7 +102,8 @@ def judge(
         if w == "outside":
             if p in written:
                 return base, rej(
-                    f"`{base}` would write or change permissions outside the workspace (`{p}`)",
+                    f"{j.reason}, but `{p}` is outside the workspace: writing, deleting or changing "
+                    "permissions there is not allowed",
                     "only change files inside the workspace, with paths relative to its root",
                 ), []
             outside = outside or p
@@ -145,7 +146,7 @@ def judge_inner(outer: str, rest: list[str]) -> J:
     _, j, _ = judge(tuple(inner))
     if j[0] == "reject":
         return rej(f"`{outer}` runs `{inner[0]}`, which is not allowed: {j[1]}", j[2] or H_WRAPPER)
-    return ask(f"`{outer}` runs `{inner[0]}` in a project environment")
+    return J("ask", f"`{outer}` runs `{inner[0]}` in a project environment: {j.reason}", None, j.destructive)
 
 
 # (command, verdict, substring of the reason or None), run by tests/test_shell_rules.py

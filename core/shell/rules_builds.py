@@ -209,6 +209,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("tar -I id -cf x.tar .", "reject", "runs another program"),
     ("tar -cf host:x.tar .", "reject", "remote host"),
     ("zip -TT 'sh -c id' a.zip f", "reject", "runs another program"),
-    ("uv run rm -rf x", "reject", "deletes"),
+    ("uv run rm -rf x", "ask+destructive", "deletes files"),
+    ("uv run rm -rf /", "reject", "outside the workspace"),
     ("pip install requests", "ask", None),
 ]

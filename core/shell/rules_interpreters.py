@@ -49,6 +49,9 @@ def _h_python(name: str, args: list[str]) -> J:
                     continue
                 return ask(f"`{name}` with option `{a}`")
             continue
+        if "runserver" in args[i:]:
+            return rej(f"`{name} {a} runserver` starts a long-running server, which would only end at the timeout",
+                       "start servers outside the agent, or ask the user to")
         return ask(f"`{name} {a}` runs a Python program")
     if i < n:
         return ask(f"`{name} {args[i]}` runs a Python program")
@@ -60,13 +63,18 @@ _PY_MODULE_REASONS = {
     "unittest": "runs the test suite (project code) and may change files",
     "pip": "installs or changes packages",
     "venv": "creates a virtual environment",
-    "http.server": "starts a web server that runs until the timeout",
 }
+
+
+_PY_SERVERS = frozenset("http.server SimpleHTTPServer CGIHTTPServer smtpd aiosmtpd xmlrpc.server jupyter notebook".split())
 
 
 def _python_module(name: str, mod: str) -> J:
     if not mod:
         return rej(f"`{name} -m` without a module", "name the module to run (e.g. `python3 -m pytest`)")
+    if mod in _PY_SERVERS:
+        return rej(f"`{name} -m {mod}` starts a long-running server, which would only end at the timeout",
+                   "start servers outside the agent, or ask the user to")
     why = _PY_MODULE_REASONS.get(mod, "runs a Python module")
     return ask(f"`{name} -m {mod}` {why}")
 
@@ -190,6 +198,8 @@ def _h_php(name: str, args: list[str]) -> J:
     bad = _cluster_scan(name, args, "rRBEa", "dcfnzFtS", "php")
     if bad:
         return bad
+    if "-S" in args:
+        return rej(f"`{name} -S` starts a long-running web server", "start servers outside the agent, or ask the user to")
     op = _first_operand(args, frozenset(["-d", "-c", "-f", "-z", "-t", "-S"]))
     if op is None and "-S" not in args and "-f" not in args:
         return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
@@ -274,6 +284,10 @@ CASES: list[tuple[str, str, str | None]] = [
     ("python3 -Ic x", "reject", "inline code"),
     ("python3 script.py", "ask", "runs a python program"),
     ("python3 -m pytest -q", "ask", "test suite"),
+    ("python3 -m http.server", "reject", "long-running server"),
+    ("python3 -m http.server 8000 --bind 127.0.0.1", "reject", "long-running server"),
+    ("python manage.py runserver", "reject", "long-running server"),
+    ("php -S localhost:8000", "reject", "long-running"),
     ("python3 --version", "ask", "toolchain"),
     ("perl -ne 'print' f", "reject", "inline code"),
     ("node -pe 1", "reject", "inline code"),
