@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.shell.facts import WorkspaceFacts
 from core.shell.lexer import BAD_CHAR, FAST_COMMAND, FAST_WORD, RESERVED, char_reject, slow_lex
 from core.shell.parser_check import bashlex_check
 from core.shell.programs import judge
@@ -11,7 +12,10 @@ from core.shell.verdict import H_PLAIN, J, Verdict
 MAX_COMMAND_CHARS = 10_000
 
 
-def validate_command(command: str) -> Verdict:
+def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdict:
+    """Judge ``command``. ``facts`` (from activities/command_facts.py) lets paths be
+    judged by their realpath and toolchain configuration files be seen; without
+    them paths are judged lexically and toolchains are assumed configured."""
     if not isinstance(command, str):
         return Verdict("reject", "the command must be a string", H_PLAIN)
     s = command.strip(" \t\n")
@@ -56,7 +60,7 @@ def validate_command(command: str) -> Verdict:
     problem = bashlex_check(s, spans)
     if problem is not None:
         return _from(problem, argv=argv)
-    program, j, paths = judge(argv)
+    program, j, paths = judge(argv, None, facts)
     return _from(j, program, argv, paths)
 
 

@@ -77,6 +77,11 @@ def judge(
                     "it may be a look-alike",
                     f"call the system program by name (`{base} ...`), or rename the workspace script",
                 ), []
+            if where(word, cwd, facts) != "inside":
+                return base, rej(
+                    f"the program `{word}` resolves outside the workspace (a symlink): it may be a look-alike",
+                    f"call the program by its name (`{base} ...`)",
+                ), []
             paths = [word, *path_words("", args, globs[1:])]
             return base, ask(f"`{word}` runs a script or program from the workspace"), _keys(paths, cwd)
     else:
