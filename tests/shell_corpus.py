@@ -58,30 +58,16 @@ REJECTS: list[tuple[str, str, str]] = [
     ("tee >(sh)", _SYNTAX, "process substitution"),
     ("diff <(ls a) <(ls b)", _SYNTAX, "process substitution"),
     # redirections and heredocs
-    ("ls > out", _SYNTAX, "redirection"),
-    ("ls >> out", _SYNTAX, "redirection"),
-    ("ls 2>&1", _SYNTAX, "redirection"),
-    ("ls &> out", _SYNTAX, "redirection"),
-    ("ls >out", _SYNTAX, "redirection"),
     ("cat < /etc/passwd", _SYNTAX, "redirection"),
     ("cat <<EOF", _SYNTAX, "here-document"),
-    ("cat <<< hi", _SYNTAX, "here-document"),
-    ("echo hi 1>/dev/null", _SYNTAX, "redirection"),
+    ('cat <<< hi', _SYNTAX, "here-string"),  # issue 12: reason changed (the construct is now parsed)
     # lists, pipes, background
     ("ls &", _SYNTAX, "background"),
     ("ls & ", _SYNTAX, "background"),
     ("sleep 100 & echo", _SYNTAX, "background"),
-    ("ls; id", _SYNTAX, "command lists"),
-    ("ls ;", _SYNTAX, "command lists"),
-    ("ls && id", _SYNTAX, "command lists"),
-    ("ls || id", _SYNTAX, "command lists"),
-    ("ls | sh", _SYNTAX, "pipes"),
-    ("ls |& cat", _SYNTAX, "pipes"),
-    ("cat x | grep y", _SYNTAX, "pipes"),
-    ("true;rm x", _SYNTAX, "command lists"),
-    ("ls\nid", _CHARS, "newline"),
+    ('ls | sh', _SYNTAX, "interactive shell"),  # issue 12: reason changed (the construct is now parsed)
+    ('ls |& cat', _SYNTAX, "|&"),  # issue 12: reason changed (the construct is now parsed)
     ("ls\rid", _CHARS, "newline"),
-    ("ls\n\nrm -rf x", _CHARS, "newline"),
     # grouping, functions, keywords, assignments
     ("(ls)", _SYNTAX, "subshell"),
     ("( ls )", _SYNTAX, "subshell"),
@@ -115,9 +101,6 @@ REJECTS: list[tuple[str, str, str]] = [
     ("ls #", _SYNTAX, "comment"),
     # globs, braces, tilde
     ("l*", _SYNTAX, "glob"),
-    ("ls *.py", _SYNTAX, "glob"),
-    ("cat ?", _SYNTAX, "glob"),
-    ("ls [ab]", _SYNTAX, "glob"),
     ("/bin/l?", _SYNTAX, "glob"),
     ("l{s,x}", _SYNTAX, "brace"),
     ("echo {a,b}", _SYNTAX, "brace"),
@@ -144,7 +127,6 @@ REJECTS: list[tuple[str, str, str]] = [
     ("echo \x07", _CHARS, "control character"),
     ("ls\t-la", _CHARS, "control character"),
     ("echo 'a\x7fb'", _CHARS, "control character"),
-    ("echo 'a\nb'", _CHARS, "newline"),
     # empty / parse failures / crashers
     ("", _PARSE, "empty command"),
     ("   ", _PARSE, "empty command"),
@@ -162,9 +144,9 @@ REJECTS: list[tuple[str, str, str]] = [
     ("$(", _SYNTAX, "command substitution"),
     ("${", _SYNTAX, "parameter expansion"),
     ("<<", _SYNTAX, "here-document"),
-    (";;", _SYNTAX, "command lists"),
-    ("&&", _SYNTAX, "command lists"),
-    ("|", _SYNTAX, "pipes"),
+    (';;', _SYNTAX, "case syntax"),  # issue 12: reason changed (the construct is now parsed)
+    ('&&', _SYNTAX, "empty command"),  # issue 12: reason changed (the construct is now parsed)
+    ('|', _SYNTAX, "empty command"),  # issue 12: reason changed (the construct is now parsed)
     ("x" * 20_000, _PARSE, "too long"),
     # privilege
     ("sudo ls", _PRIV, "privilege"),
@@ -259,7 +241,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("busybox rm x", _WRAP, "wrapper"),
     ("valgrind ./a.out", _WRAP, "wrapper"),
     ("find . -exec rm '{}' ';'", _WRAP, "-exec"),
-    ("find . -exec rm {} ;", _SYNTAX, "command lists"),
+    ('find . -exec rm {} ;', _SYNTAX, "-exec"),  # issue 12: reason changed (the construct is now parsed)
     ("find . -execdir sh -c id ';'", _WRAP, "-execdir"),
     ("find . -ok rm '{}' ';'", _WRAP, "-ok"),
     ("find . -okdir rm '{}' +", _WRAP, "-okdir"),
@@ -478,7 +460,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("wait", _BUILTIN, "builtin"),
     # interactive / infinite
     ("yes", _INFINITE, "never ends"),
-    ("yes | rm -i x", _SYNTAX, "pipes"),
+    ('yes | rm -i x', _SYNTAX, "never ends"),  # issue 12: reason changed (the construct is now parsed)
     ("tail -f log.txt", _INFINITE, "never ends"),
     ("tail -F log.txt", _INFINITE, "never ends"),
     ("tail --follow=name log.txt", _INFINITE, "never ends"),
@@ -614,6 +596,24 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("od -c x.bin", "allow", None),
     ("git config --get user.name", "allow", None),
     ("git clean -n", "allow", None),
+    ('ls > out', "ask", None),  # issue 12: compound commands, redirections, globs
+    ('ls >> out', "ask", None),  # issue 12: compound commands, redirections, globs
+    ('ls 2>&1', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('ls &> out', "ask", None),  # issue 12: compound commands, redirections, globs
+    ('ls >out', "ask", None),  # issue 12: compound commands, redirections, globs
+    ('echo hi 1>/dev/null', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('ls; id', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('ls ;', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('ls && id', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('ls || id', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('cat x | grep y', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('true;rm x', "ask", None),  # issue 12: compound commands, redirections, globs
+    ('ls\nid', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('ls\n\nrm -rf x', "ask", None),  # issue 12: compound commands, redirections, globs
+    ('ls *.py', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('cat ?', "allow", None),  # issue 12: compound commands, redirections, globs
+    ('ls [ab]', "allow", None),  # issue 12: compound commands, redirections, globs
+    ("echo 'a\nb'", "allow", None),  # issue 12: compound commands, redirections, globs
     ("r'm' x", "ask", None),  # issue 12: destructive ask (was reject)
     ('/bin/rm x', "ask", None),  # issue 12: destructive ask (was reject)
     ('/usr/bin/rm -rf .', "ask", None),  # issue 12: destructive ask (was reject)

@@ -24,6 +24,7 @@ workflow sandbox can import it.
 from __future__ import annotations
 
 from core.shell import (
+    compound,
     programs,
     rules_awk,
     rules_builds,
@@ -53,7 +54,7 @@ RULE_MODULES = (
     rules_git,
 )
 # Every module with a CASES table (tests/test_shell_rules.py runs them all).
-CASE_MODULES = (*RULE_MODULES, rules_git_changes, programs)
+CASE_MODULES = (*RULE_MODULES, rules_git_changes, programs, compound)
 for _module in RULE_MODULES:
     HANDLERS.update(_module.HANDLERS)
 

@@ -1,12 +1,18 @@
-"""The entry point: one command string in, one Verdict out. Pure."""
+"""The entry point: one command string in, one Verdict out. Pure.
+
+Lexing (tokens.py; a plain single command takes a regular-expression fast
+path), the bashlex cross-check (parser_check.py), then the parts are judged
+(compound.py -> programs.judge -> the rule modules).
+"""
 
 from __future__ import annotations
 
+from core.shell.compound import first_words_problem, judge_tokens, split_tokens
 from core.shell.facts import WorkspaceFacts
-from core.shell.lexer import BAD_CHAR, FAST_COMMAND, FAST_WORD, RESERVED, char_reject, slow_lex
+from core.shell.lexer import FAST_COMMAND, FAST_WORD
 from core.shell.parser_check import bashlex_check
-from core.shell.programs import judge
 from core.shell.quoting import bashlex_trap, unquote
+from core.shell.tokens import Token, Word, tokenize
 from core.shell.verdict import H_PLAIN, J, Verdict
 
 MAX_COMMAND_CHARS = 10_000
@@ -27,44 +33,33 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
             f"the command is too long ({len(s)} characters, at most {MAX_COMMAND_CHARS})",
             "put long content in a file with the write_file tool and pass the file name",
         )
+    tokens: list[Token]
     if FAST_COMMAND.fullmatch(s):
-        spans = [m.span() for m in FAST_WORD.finditer(s)]
+        skeleton = s
+        tokens = [Word(a, b, unquote(s[a:b]), False) for a, b in (m.span() for m in FAST_WORD.finditer(s))]
     else:
-        m = BAD_CHAR.search(s)
-        if m is not None:
-            return _from(char_reject(s, m))
-        lexed = slow_lex(s)
-        if isinstance(lexed, tuple):
-            return _from(lexed)
-        spans = lexed
-    argv = tuple(unquote(s[a:b]) for a, b in spans)
-    first_raw = s[spans[0][0] : spans[0][1]]
-    if first_raw in RESERVED or argv[0] in RESERVED:
-        return Verdict(
-            "reject",
-            f"the shell keyword `{argv[0]}` is not allowed (no compound commands)",
-            "write a script file with the write_file tool and run it (e.g. `bash script.sh`)",
-            argv=argv,
-        )
-    if "=" in argv[0]:
-        return Verdict(
-            "reject",
-            f"variable assignments (`{argv[0]}`) are not allowed",
-            "environment variables cannot be set here; pass the value as an argument or option",
-            argv=argv,
-        )
-    if "$" in s or "`" in s or "(" in s:
-        problem = bashlex_trap(s, spans)
-        if problem is not None:
-            return _from(problem, argv=argv)
-    problem = bashlex_check(s, spans)
+        lexed = tokenize(s)
+        if isinstance(lexed, J):
+            return _rejected(lexed)
+        tokens, skeleton = lexed
+    words = [t for t in tokens if isinstance(t, Word)]
+    problem = first_words_problem(tokens)
     if problem is not None:
-        return _from(problem, argv=argv)
-    program, j, paths = judge(argv, None, facts)
-    return _from(j, program, argv, paths)
+        return _rejected(problem, words)
+    if "$" in skeleton or "`" in skeleton or "(" in skeleton:
+        problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])
+        if problem is not None:
+            return _rejected(problem, words)
+    split = split_tokens(tokens)
+    if isinstance(split, J):
+        return _rejected(split, words)
+    problem = bashlex_check(skeleton, tokens)
+    if problem is not None:
+        return _rejected(problem, words)
+    return judge_tokens(split, s, facts)
 
 
-def _from(j: J, program: str | None = None, argv: tuple[str, ...] = (), paths: list[str] | None = None) -> Verdict:
-    return Verdict(
-        j.verdict, j.reason, j.hint, program, argv, destructive=j.destructive, paths=tuple(paths or ())  # type: ignore[arg-type]
-    )
+def _rejected(j: J, words: list[Word] | None = None) -> Verdict:
+    argv = tuple(w.value for w in words or ())
+    program = argv[0].rsplit("/", 1)[-1] if argv else None
+    return Verdict("reject", j.reason, j.hint, program, argv)

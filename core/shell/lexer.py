@@ -91,11 +91,11 @@ def slow_lex(s: str) -> list[tuple[int, int]] | J:
                     "backslashes inside double quotes are not allowed",
                     "use single quotes, which keep every character literally",
                 )
-            return _dollar_reject(s, j, quoted=True)
+            return dollar_reject(s, j, quoted=True)
         if c in "|&;<>()":
-            return _operator_reject(s, i, c)
+            return operator_reject(s, i, c)
         if c == "$":
-            return _dollar_reject(s, i, quoted=False)
+            return dollar_reject(s, i, quoted=False)
         if c == "`":
             return rej(
                 "command substitution (backticks) is not allowed",
@@ -148,7 +148,7 @@ def slow_lex(s: str) -> list[tuple[int, int]] | J:
     return spans
 
 
-def _operator_reject(s: str, i: int, c: str) -> J:
+def operator_reject(s: str, i: int, c: str) -> J:
     nxt = s[i + 1 : i + 2]
     if c == "|":
         if nxt == "|":
@@ -213,7 +213,7 @@ def _operator_reject(s: str, i: int, c: str) -> J:
     )
 
 
-def _dollar_reject(s: str, i: int, quoted: bool) -> J:
+def dollar_reject(s: str, i: int, quoted: bool) -> J:
     rest = s[i + 1 : i + 3]
     where = " (even inside double quotes)" if quoted else ""
     if rest.startswith("(("):

@@ -1,40 +1,95 @@
-"""The independent cross-check: bashlex must see exactly the structure we lexed. Pure."""
+"""The independent cross-check: bashlex must see exactly the structure we lexed. Pure.
+
+bashlex parses the *skeleton* (here-document bodies blanked, the
+``"$(cat <<'EOF' ...)"`` idiom replaced by a same-length quoted filler; see
+tokens.py) and both structures are flattened to the same shape: commands,
+their word and redirection spans, and the ``&& || | ;`` operators between
+them (newlines count as ``;``). Any difference, any bashlex exception, any
+other node kind (compound commands, functions, assignments, expansions inside
+a word) rejects.
+"""
 
 from __future__ import annotations
 
 import bashlex
 
-from core.shell.verdict import H_PLAIN, H_SEPARATE, J, rej
+from core.shell.tokens import Op, Token, Word
+from core.shell.verdict import H_PLAIN, J, rej
+
+_AFTER_CONTINUES = ("&&", "||", "|")
 
 
-def bashlex_check(s: str, spans: list[tuple[int, int]]) -> J | None:
+class _Mismatch(Exception):
+    pass
+
+
+def _flatten_ours(tokens: list[Token]) -> list[tuple]:
+    out: list[tuple] = []
+    in_command = False
+    for t in tokens:
+        if isinstance(t, Op):
+            op = ";" if t.op == "\n" else t.op
+            if op == ";" and (not out or out[-1][0] == "op"):
+                continue  # bash allows a newline after && || | and blank lines
+            out.append(("op", op))
+            in_command = False
+            continue
+        if not in_command:
+            out.append(("cmd",))
+            in_command = True
+        out.append(("w" if isinstance(t, Word) else "r", t.start, t.end))
+    while out and out[-1] == ("op", ";"):
+        out.pop()
+    return out
+
+
+def _flatten_bashlex(node, out: list[tuple]) -> None:
+    kind = node.kind
+    if kind in ("list", "pipeline"):
+        for part in node.parts:
+            if part.kind == "operator":
+                out.append(("op", ";" if part.op == "\n" else part.op))
+            elif part.kind == "pipe":
+                if part.pipe != "|":
+                    raise _Mismatch(f"pipe {part.pipe!r}")
+                out.append(("op", "|"))
+            else:
+                _flatten_bashlex(part, out)
+        return
+    if kind != "command":
+        raise _Mismatch(f"a {kind}")
+    out.append(("cmd",))
+    for part in node.parts:
+        if part.kind == "word":
+            if getattr(part, "parts", None):
+                raise _Mismatch("an expansion inside a word")
+            out.append(("w", *part.pos))
+        elif part.kind == "redirect":
+            out.append(("r", *part.pos))
+        else:
+            raise _Mismatch(f"a {part.kind}")
+
+
+def bashlex_check(skeleton: str, tokens: list[Token]) -> J | None:
     try:
-        trees = bashlex.parse(s)
+        trees = bashlex.parse(skeleton)
     except Exception as exc:  # bashlex raises many exception types: fail closed on all
         return rej(
             f"the command could not be parsed safely ({type(exc).__name__}: {str(exc)[:120]})",
             H_PLAIN,
         )
-    if len(trees) != 1:
-        return rej("more than one statement found", H_SEPARATE)
-    tree = trees[0]
-    if tree.kind != "command":
-        return rej(f"only a plain command is allowed, found a {tree.kind}", H_PLAIN)
-    parts = tree.parts
-    if len(parts) != len(spans):
+    theirs: list[tuple] = []
+    try:
+        for k, tree in enumerate(trees):
+            if k and theirs and theirs[-1] != ("op", ";"):
+                theirs.append(("op", ";"))
+            _flatten_bashlex(tree, theirs)
+    except _Mismatch as exc:
+        return rej(f"only plain commands, lists and pipelines are allowed, found {exc}", H_PLAIN)
+    while theirs and theirs[-1] == ("op", ";"):
+        theirs.pop()
+    if theirs != _flatten_ours(tokens):
         return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
-    for node, span in zip(parts, spans):
-        if node.kind != "word":
-            return rej(f"only plain words are allowed, found a {node.kind}", H_PLAIN)
-        if getattr(node, "parts", None):
-            # bashlex expands `$`/backticks inside a single-quoted part that does not
-            # start the word (--eval='$x'); bash would not, but fail closed.
-            word = s[span[0] : span[1]]
-            return rej(
-                f"the parser sees an expansion in the word {word!r} ('$' or '`' inside quotes "
-                "that do not span the whole word)",
-                "quote the whole word from its first character, e.g. '--opt=$x' instead of --opt='$x'",
-            )
-        if tuple(node.pos) != span:
-            return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
     return None
+
+

@@ -68,7 +68,7 @@ def ask_writes(reason: str) -> J:
     return J("ask", reason, None, False, True)
 
 
-H_SEPARATE = "run these as separate bash calls, one plain command per call"
+H_SEPARATE = "run the inner commands directly, joined with && (or as separate bash calls)"
 H_PLAIN = (
     "write one program with plain arguments; quote arguments with single quotes "
     "(e.g. grep -rn 'a b' src)"
@@ -97,9 +97,8 @@ H_INTERACTIVE = (
     "and non-interactive options (e.g. `ps aux` instead of `top`, `--help` instead of `man`)"
 )
 H_BUILTIN_STATE = (
-    "each bash call runs the program directly in the workspace root, with no shell and no state "
-    "kept between calls: pass paths and values as arguments instead (e.g. `ls src`, "
-    "`make -C sub`, `git -C sub status`)"
+    "each bash call starts in the workspace root and keeps no shell state: start the command with "
+    "`cd DIR && ...` or pass paths as arguments (e.g. `ls src`, `make -C sub`, `git -C sub status`)"
 )
 H_GLOB = (
     "there is no shell to expand patterns: quote the pattern (e.g. '*.py') if the program itself "
