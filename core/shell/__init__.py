@@ -56,6 +56,13 @@ RULE_MODULES = (
 # Every module with a CASES table (tests/test_shell_rules.py runs them all).
 CASE_MODULES = (*RULE_MODULES, rules_git_changes, programs, compound)
 for _module in RULE_MODULES:
-    HANDLERS.update(_module.HANDLERS)
+    if _module is not rules_host:
+        HANDLERS.update(_module.HANDLERS)
+# Global installs (npm -g, pipx install, cargo install ...) are checked before the
+# family's own rule, which still judges every other use of the program.
+rules_host._NEXT.update({name: HANDLERS[name] for name in rules_host._GLOBAL_INSTALLERS if name in HANDLERS})
+for _name in rules_host._GLOBAL_INSTALLERS:
+    rules_host._NEXT.setdefault(_name, rules_host.default_rule)
+HANDLERS.update(rules_host.HANDLERS)
 
 __all__ = ["CASE_MODULES", "MAX_COMMAND_CHARS", "RULE_MODULES", "Verdict", "validate_command"]

@@ -35,6 +35,12 @@ _OUT_DEVICES = frozenset(["/dev/null", "/dev/stdout", "/dev/stderr"])
 
 
 def _first_word_problem(first: Word) -> J | None:
+    if not first.value.isascii():
+        return rej(
+            f"the program name {first.value!r} has non-ASCII characters (Unicode look-alikes such as "
+            "Cyrillic letters are not what they seem)",
+            "write the program name in plain ASCII",
+        )
     if first.glob:
         return rej(f"a glob in the program name `{first.value}` is not allowed", H_GLOB)
     if first.value in RESERVED:
@@ -306,4 +312,18 @@ CASES: list[tuple[str, str, str | None]] = [
     ("echo \"$(cat <<'EOF'\nx\nEOF\n) $(id)\"", "reject", "command substitution"),
     ("echo \"$(cat x)\"", "reject", "command substitution"),
     ("cat <<< hi", "reject", "here-string"),
+    # bash's quoting rules: escapes, comments, literal braces, quoted Unicode
+    ("find . \\( -name a -o -name b \\) -print", "allow", None),
+    ("grep -n \"npm\\|node\" src/a.py | head -20", "allow", None),
+    ("docker run \\\n  -v x alpine", "reject", None),
+    ("ls -la \\\n  src", "allow", None),
+    ("ls # list\ngit status  # and status", "allow", None),
+    ("git checkout stash@{0} -- a.txt", "ask+destructive", None),
+    ("echo {a,b}", "reject", "brace"),
+    ("echo a{1..3}", "reject", "brace"),
+    ("test -f x && echo \"\u2713 exists\"", "allow", None),
+    ("\"\u0441at\" x", "reject", "non-ASCII"),
+    ("echo 'a\u202eb'", "reject", "U+202E"),
+    ("echo \"a\u200bb\"", "reject", "U+200B"),
+    ("echo \\\u00e9", "reject", None),
 ]

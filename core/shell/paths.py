@@ -105,6 +105,8 @@ def where(path: str, cwd: str | None, facts: WorkspaceFacts | None) -> Where:
         return "inside"
     if real is not None and facts is not None:
         return "inside" if facts.inside(real) or real in HARMLESS_DEVICES else "outside"
+    if facts is not None and key.startswith("/") and facts.inside(key):
+        return "inside"  # lexically under the workspace root (not resolved)
     if key.startswith("/") or key == ".." or key.startswith("../"):
         return "outside"
     return "inside"

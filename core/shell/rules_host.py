@@ -10,7 +10,7 @@ privileges or host folders (``docker run --privileged``, ``-v /:/host``).
 
 from __future__ import annotations
 
-from core.shell.options import long_hit, short_hit
+from core.shell.options import is_version_query, long_hit, short_hit
 from core.shell.programs import Handler
 from core.shell.verdict import H_KILL, H_SYSTEM, J, ask, rej
 
@@ -82,6 +82,48 @@ def _h_fuser(name: str, args: list[str]) -> J:
     return ask("`fuser` lists processes that use files")
 
 
+# program -> (subcommand words that install outside the workspace, flags that make any install global)
+_GLOBAL_INSTALLERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "npm": ((), ("-g", "--global", "--location=global")),
+    "pnpm": ((), ("-g", "--global")),
+    "yarn": (("global",), ()),
+    "bun": ((), ("-g", "--global")),
+    "uv": (("tool",), ()),
+    "pipx": (("install", "uninstall", "upgrade", "inject", "ensurepath", "reinstall-all", "upgrade-all"), ()),
+    "brew": (("install", "uninstall", "upgrade", "reinstall", "tap", "link", "unlink", "services", "cleanup"), ()),
+    "corepack": (("enable", "disable", "prepare", "install", "use", "up"), ()),
+    "cargo": (("install", "uninstall"), ()),
+    "go": (("install",), ()),
+    "gem": (("install", "uninstall", "update"), ()),
+    "pip": ((), ("--user", "--target", "--prefix", "--root", "--break-system-packages")),
+    "pip3": ((), ("--user", "--target", "--prefix", "--root", "--break-system-packages")),
+    "rustup": (("install", "uninstall", "update", "toolchain", "default", "component", "target", "self"), ()),
+}
+
+
+def _installs_globally(name: str, args: list[str]) -> bool:
+    subs, flags = _GLOBAL_INSTALLERS[name.lower()]
+    first = next((a for a in args if not a.startswith("-")), "")
+    return first in subs or any(a in flags or a.split("=", 1)[0] in flags for a in args)
+
+
+def _h_installer(name: str, args: list[str]) -> J:
+    """Only global installs are judged here; anything else goes to the family's own rule."""
+    if _installs_globally(name, args):
+        return rej(
+            f"`{name} {' '.join(args[:2])}` installs outside the workspace (global tools, the user's home)",
+            "install into the project instead (a virtualenv, node_modules), or ask the user to install it",
+        )
+    return _NEXT[name.lower()](name, args)
+
+
+_NEXT: dict[str, Handler] = {}  # the rule each installer falls back to (filled by core/shell/__init__.py)
+
+
+def default_rule(name: str, args: list[str]) -> J:
+    return ask(f"`{name}` may change files or run code")
+
+
 def _h_container(name: str, args: list[str]) -> J:
     sub = next((a for a in args if not a.startswith("-")), "")
     if sub in _CONTAINER_RUNS:
@@ -101,14 +143,21 @@ def _h_container(name: str, args: list[str]) -> J:
                 source = source.split(":")[0]
                 if source.startswith(("/", "~", ".")) or "docker.sock" in spec:
                     return rej(f"`{name} {sub}` mounts the host folder `{source}` into the container", H_SYSTEM)
-    return ask(f"`{name}` controls containers")
+    if is_version_query(args):
+        return ask(f"`{name} {args[0]}` prints its version")
+    return rej(
+        f"`{name}` controls the host's containers (host administration)",
+        "ask the user to run container commands; work with the files in the workspace",
+    )
 
 
 HANDLERS: dict[str, Handler] = dict.fromkeys(_HOST, _h_host)
 HANDLERS.update(dict.fromkeys(_SERVERS, _h_server))
 HANDLERS.update(dict.fromkeys(_SERVING_SUBCOMMANDS, _h_serving))
 HANDLERS.update(dict.fromkeys(_PKG_QUERIES, _h_pkg))
-HANDLERS.update({"fuser": _h_fuser, "docker": _h_container, "podman": _h_container, "nerdctl": _h_container})
+HANDLERS.update(dict.fromkeys("docker podman nerdctl docker-compose kubectl minikube kind".split(), _h_container))
+HANDLERS.update(dict.fromkeys(_GLOBAL_INSTALLERS, _h_installer))
+HANDLERS["fuser"] = _h_fuser
 
 # (command, verdict, substring of the reason or None), run by tests/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
@@ -141,6 +190,24 @@ CASES: list[tuple[str, str, str | None]] = [
     ("docker run -v/var/run/docker.sock:/s alpine", "reject", "host folder"),
     ("docker run --mount type=bind,source=/etc,target=/e alpine", "reject", "host folder"),
     ("podman run --privileged x", "reject", "host privileges"),
-    ("docker run --rm alpine echo hi", "ask", "containers"),
-    ("docker ps", "ask", "containers"),
+    ("docker run --rm alpine echo hi", "reject", "containers"),
+    ("docker ps", "reject", "host administration"),
+    ("docker compose up -d", "reject", "host administration"),
+    ("kubectl get pods", "reject", "host administration"),
+    ("docker --version", "ask", "version"),
+    # installs outside the workspace
+    ("npm install -g typescript", "reject", "outside the workspace"),
+    ("npm i --global x", "reject", "outside the workspace"),
+    ("pnpm link --global", "reject", "outside the workspace"),
+    ("uv tool install ruff", "reject", "outside the workspace"),
+    ("pipx install black", "reject", "outside the workspace"),
+    ("brew install git-filter-repo", "reject", "outside the workspace"),
+    ("corepack enable", "reject", "outside the workspace"),
+    ("cargo install ripgrep", "reject", "outside the workspace"),
+    ("pip install --user requests", "reject", "outside the workspace"),
+    ("npm install", "ask", None),
+    ("npm test", "ask", None),
+    ("cargo build", "ask", None),
+    ("pip install -e .", "ask", None),
+    ("uv run pytest", "ask", None),
 ]

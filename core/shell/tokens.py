@@ -53,8 +53,19 @@ _FD_PREFIX = re.compile(r"(\d+)(?=[<>])")
 _HEREDOC_DELIM = re.compile(r"(-?) *(['\"])([A-Za-z0-9_.-]+)\2")
 _CAT_LITERAL = re.compile(r"\"\$\(cat <<-? *(['\"])([A-Za-z0-9_]+)\1\n((?:[^\n]*\n)*?)\2\n *\)\"")
 _BAD_BODY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u200c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
-_BAD_QUOTED = re.compile(r"[^\x20-\x7e\n]")
+_BAD_QUOTED_ASCII = re.compile(r"[\r\t]")
 _ANY = re.compile(r".", re.S)
+# `{0}` in `stash@{0}`: no comma and no `..`, so bash does not brace-expand it
+_LITERAL_BRACES = re.compile(r"\{(?![^}]*(?:,|\.\.))[A-Za-z0-9_.:@%+=^/-]+\}")
+
+
+def _quoted_problem(s: str, a: int, b: int) -> J | None:
+    """Quoted text may hold newlines and printable Unicode (it is data), but no
+    control or invisible characters (they hide text from the approver)."""
+    m = _BAD_BODY.search(s, a, b)
+    if m is None:
+        m = _BAD_QUOTED_ASCII.search(s, a, b)
+    return None if m is None else char_reject(s, m)
 _BACKTICK = (
     "command substitution (backticks) is not allowed",
     "run the inner command as its own bash call and use its output literally",
@@ -90,9 +101,9 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
             j = s.find("'", i + 1)
             if j < 0:
                 return rej(f"unterminated single quote at position {i}", H_PLAIN)
-            bad = _BAD_QUOTED.search(s, i + 1, j)
-            if bad is not None:
-                return char_reject(s, bad)
+            problem = _quoted_problem(s, i + 1, j)
+            if problem is not None:
+                return problem
             parts.append(s[i + 1 : j])
             quoted, i = True, j + 1
             continue
@@ -107,22 +118,30 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
                 patches.append((i, lit.end(), "'" + "x" * (lit.end() - i - 2) + "'"))
                 quoted, i = True, lit.end()
                 continue
-            j = i + 1
-            while j < n and s[j] not in '"$`\\':
+            j, seg = i + 1, []
+            while j < n and s[j] != '"':
+                d = s[j]
+                if d == "`":
+                    return rej(_BACKTICK[0] + ", even inside double quotes", _BACKTICK[1])
+                if d == "$":
+                    return dollar_reject(s, j, quoted=True)
+                if d == "\\":
+                    nxt = s[j + 1 : j + 2]
+                    if nxt in ("$", "`", '"', "\\"):
+                        seg.append(nxt)
+                    elif nxt != "\n":  # backslash-newline: a line continuation, removed
+                        seg.append("\\" + nxt)
+                    j += 2
+                    continue
+                seg.append(d)
                 j += 1
             if j >= n:
                 return rej(f"unterminated double quote at position {i}", H_PLAIN)
-            if s[j] == "`":
-                return rej(_BACKTICK[0] + ", even inside double quotes", _BACKTICK[1])
-            if s[j] == "\\":
-                return rej("backslashes inside double quotes are not allowed",
-                           "use single quotes, which keep every character literally")
-            if s[j] == "$":
-                return dollar_reject(s, j, quoted=True)
-            bad = _BAD_QUOTED.search(s, i + 1, j)
-            if bad is not None:
-                return char_reject(s, bad)
-            parts.append(s[i + 1 : j])
+            text = "".join(seg)
+            problem = _quoted_problem(s, i + 1, j)
+            if problem is not None:
+                return problem
+            parts.append(text)
             quoted, i = True, j + 1
             continue
         at_start = i == start
@@ -131,15 +150,25 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
         if c == "`":
             return rej(*_BACKTICK)
         if c == "\\":
-            return rej(
-                f"unquoted backslash at position {i} is not allowed",
-                "use single quotes instead of backslash escapes (e.g. 'a b' instead of a\\ b)",
-            )
+            nxt = s[i + 1 : i + 2]
+            if nxt == "\n":
+                i += 2  # a line continuation inside a word
+                continue
+            if not nxt or not (" " <= nxt <= "~"):
+                return rej(f"a backslash before {nxt!r} at position {i} is not allowed", "use single quotes")
+            parts.append(nxt)  # an escaped character is literal (and never a glob)
+            quoted, i = True, i + 2
+            continue
         if c in "*?[":
             glob = True
         elif c == "{" and at_start and s[i + 1 : i + 2] == "}" and s[i + 2 : i + 3] in ("", " ", "\n", ";", "|", "&"):
             parts.append("{}")  # a lone `{}` is literal in bash (no brace expansion)
             i += 2
+            continue
+        elif c == "{" and _LITERAL_BRACES.match(s, i):
+            m2 = _LITERAL_BRACES.match(s, i)
+            parts.append(m2.group())  # type: ignore[union-attr]
+            i = m2.end()  # type: ignore[union-attr]
             continue
         elif c in "{}":
             return rej(
@@ -269,6 +298,15 @@ def tokenize(s: str) -> tuple[list[Token], str] | J:
         c = s[i]
         if c == " ":
             i += 1
+            continue
+        if c == "\\" and s[i + 1 : i + 2] == "\n":
+            i += 2  # a line continuation between words
+            continue
+        if c == "#":
+            end = s.find("\n", i)
+            end = n if end < 0 else end
+            patches.append((i, end, " " * (end - i)))  # a comment: bash ignores the rest of the line
+            i = end
             continue
         if c == "\n":
             out.append(Op(i, i + 1, "\n"))
