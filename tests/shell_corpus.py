@@ -201,8 +201,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("env rm x", _WRAP, "wrapper"),
     ("env", _WRAP, "wrapper"),
     ("/usr/bin/env python3 x.py", _WRAP, "wrapper"),
-    ("xargs rm", _WRAP, "wrapper"),
-    ("xargs -0 -n1 sh -c id", _WRAP, "wrapper"),
+    ("xargs -0 -n1 sh -c id", _WRAP, "inline code"),  # issue 12: xargs is judged by the command it runs
     ("timeout 5 rm x", _WRAP, "wrapper"),
     ("nice -n 19 make", _WRAP, "wrapper"),
     ("ionice -c3 ls", _WRAP, "wrapper"),
@@ -235,7 +234,6 @@ REJECTS: list[tuple[str, str, str]] = [
     ("busybox sh", _WRAP, "wrapper"),
     ("busybox rm x", _WRAP, "wrapper"),
     ("valgrind ./a.out", _WRAP, "wrapper"),
-    ("find . -exec rm '{}' ';'", _WRAP, "-exec"),
     ('find . -exec rm {} ;', _SYNTAX, "-exec"),  # issue 12: reason changed (the construct is now parsed)
     ("find . -execdir sh -c id ';'", _WRAP, "-execdir"),
     ("find . -ok rm '{}' ';'", _WRAP, "-ok"),
@@ -260,39 +258,11 @@ REJECTS: list[tuple[str, str, str]] = [
     ("fish -c id", _INLINE, "inline code"),
     ("bash", _INLINE, "interactive shell"),
     ("sh +x", _INLINE, "inline code"),
-    ("python -c 'import os'", _INLINE, "inline code"),
-    ("python3 -c 'print(1)'", _INLINE, "inline code"),
-    ("python3 -W ignore -c 'x'", _INLINE, "inline code"),
-    ("python3 -Wignore -c x", _INLINE, "inline code"),
-    ("python3 -X importtime -c x", _INLINE, "inline code"),
-    ("python3 -Ic x", _INLINE, "inline code"),
-    ("python3 -cimport os", _INLINE, "inline code"),
-    ("python3.12 -c x", _INLINE, "inline code"),
-    ("/usr/bin/python3 -c x", _INLINE, "inline code"),
-    ("pypy3 -c x", _INLINE, "inline code"),
     ("python3 -", _INLINE, "stdin"),
     ("python3", _INLINE, "interactive"),
     ("python3 -u", _INLINE, "interactive"),
-    (".venv/bin/python -c x", _INLINE, "inline code"),
-    ("perl -e 'system(1)'", _INLINE, "inline code"),
-    ("perl -E 'say 1'", _INLINE, "inline code"),
-    ("perl -ne 'print' f", _INLINE, "inline code"),
-    ("perl -pi -e 's/a/b/' f", _INLINE, "inline code"),
-    ("perl '-Mstrict;system q(id);' x", _INLINE, "inline code"),
-    ("ruby -e 'puts 1'", _INLINE, "inline code"),
-    ("ruby -ne 'x' f", _INLINE, "inline code"),
-    ("node -e 'require(1)'", _INLINE, "inline code"),
-    ("node -p 1", _INLINE, "inline code"),
-    ("node -pe 1", _INLINE, "inline code"),
-    ("node --eval 1", _INLINE, "inline code"),
-    ("node --print=1", _INLINE, "inline code"),
     ("node --import data:text/javascript,1 x.js", _INLINE, "inline code"),
     ("node", _INLINE, "interactive"),
-    ("deno eval 'Deno.exit()'", _INLINE, "inline code"),
-    ("bun -e 1", _INLINE, "inline code"),
-    ("php -r 'system(1);'", _INLINE, "inline code"),
-    ("lua -e 'os.execute()'", _INLINE, "inline code"),
-    ("Rscript -e 'system(1)'", _INLINE, "inline code"),
     ("osascript -e 'do shell script'", _INLINE, "applescript"),
     ("tclsh", _INLINE, "interactive"),
     ("awk 'BEGIN{system(\"id\")}'", _INLINE, "may run commands"),
@@ -591,6 +561,36 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("od -c x.bin", "allow", None),
     ("git config --get user.name", "allow", None),
     ("git clean -n", "allow", None),
+    ('python3 -Ic x', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('python3 -cimport os', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('python3.12 -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('pypy3 -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("perl -e 'system(1)'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("perl -E 'say 1'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("perl -ne 'print' f", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("ruby -e 'puts 1'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("ruby -ne 'x' f", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("node -e 'require(1)'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('node -p 1', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('node -pe 1', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('node --eval 1', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('node --print=1', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('bun -e 1', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("php -r 'system(1);'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("python -c 'import os'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("python3 -c 'print(1)'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("python3 -W ignore -c 'x'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('python3 -Wignore -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('python3 -X importtime -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('/usr/bin/python3 -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ('.venv/bin/python -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("perl -pi -e 's/a/b/' f", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("perl '-Mstrict;system q(id);' x", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("deno eval 'Deno.exit()'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("lua -e 'os.execute()'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("Rscript -e 'system(1)'", "ask", None),  # issue 12: inline code asks like a script (was reject)
+    ("xargs rm", "ask", None),  # issue 12: judged as its inner command (destructive ask)
+    ("find . -exec rm '{}' ';'", "ask", None),  # issue 12: judged as its inner command (destructive ask)
     ("r\\m x", "ask", ("rm", "x")),  # issue 12: an escaped character is literal, as in bash
     ('echo "a\\"b"', "allow", ("echo", 'a"b')),  # issue 12: bash's backslash rules inside double quotes
     ("ls # comment", "allow", ("ls",)),  # issue 12: comments are ignored, as bash does

@@ -73,7 +73,7 @@ def test_hints_are_actionable() -> None:
     assert "inside the workspace" in validate_command("ls > /etc/x").hint  # type: ignore[operator]
     assert "glob tool" in validate_command("l* x").hint  # type: ignore[operator]
     assert "tail -n" in validate_command("tail -f x").hint  # type: ignore[operator]
-    assert "write_file" in validate_command("python3 -c 'x'").hint  # type: ignore[operator]
+    assert "write_file" in validate_command("bash -c 'x'").hint  # type: ignore[operator]
     assert "cd DIR &&" in validate_command("cd src").hint  # type: ignore[operator]
     assert "quote the delimiter" in validate_command("cat <<EOF\nx\nEOF").hint  # type: ignore[operator]
 

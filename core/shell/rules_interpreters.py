@@ -1,4 +1,11 @@
-"""Interpreters and shells: inline code rejects, scripts ask. Pure."""
+"""Interpreters and shells: scripts and inline code ask (both run code a human
+approves), shells with options and code from stdin or a URL reject. Pure.
+
+Inline code (``python3 -c``, ``node -e``, ``perl -e`` ...) is no more powerful
+than a script the agent writes and runs, so it asks like a script (issue 12;
+reviewers label it so). Shell code (``bash -c``) stays rejected: it would hide
+a whole command line from the validator's rules.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ def _h_python(name: str, args: list[str]) -> J:
             while j < len(a):
                 c = a[j]
                 if c == "c":
-                    return rej(f"`{name} -c` runs inline code", H_SCRIPT)
+                    return ask(f"`{name} -c` runs inline code")
                 if c in "WX":
                     if j == len(a) - 1:
                         i += 1
@@ -89,7 +96,7 @@ def _cluster_scan(name: str, args: list[str], code: str, stop: str, what: str) -
             continue
         for c in a[1:]:
             if c in code:
-                return rej(f"`{name} -{c}` runs inline code ({what})", H_SCRIPT)
+                return ask(f"`{name} -{c}` runs inline code ({what})")
             if c in stop:
                 break
     return None
@@ -115,7 +122,7 @@ def _h_perl(name: str, args: list[str]) -> J:
     if bad:
         return bad
     if any(a.startswith(("--eval",)) for a in args):
-        return rej(f"`{name}` runs inline code", H_SCRIPT)
+        return ask(f"`{name}` runs inline code")
     op = _first_operand(args)
     if op is None or op == "-":
         return rej(f"`{name}` without a script reads the program from stdin {INTERACTIVE_INTERP}", H_SCRIPT)
@@ -146,7 +153,7 @@ def _h_node(name: str, args: list[str]) -> J:
         if a.startswith("--"):
             nm = a[2:].split("=", 1)[0]
             if nm in _NODE_CODE_LONG:
-                return rej(f"`{name} --{nm}` runs inline code", H_SCRIPT)
+                return ask(f"`{name} --{nm}` runs inline code")
             if nm in ("interactive",):
                 return rej(f"`{name} -i` {INTERACTIVE_INTERP}", H_SCRIPT)
             if nm in ("require", "import", "loader", "experimental-loader"):
@@ -155,7 +162,7 @@ def _h_node(name: str, args: list[str]) -> J:
                     return rej(f"`{name} --{nm} {val}` loads code from a URL (inline code)", H_SCRIPT)
             continue
         if any(c in "ep" for c in a[1:]):
-            return rej(f"`{name} {a}` runs inline code", H_SCRIPT)
+            return ask(f"`{name} {a}` runs inline code")
         if a == "-i":
             return rej(f"`{name} -i` {INTERACTIVE_INTERP}", H_SCRIPT)
         if a == "-r" and k + 1 < len(args) and ":" in args[k + 1]:
@@ -173,7 +180,7 @@ def _h_deno(name: str, args: list[str]) -> J:
     if sub is None or sub == "repl":
         return rej(f"`{name}` without a subcommand {INTERACTIVE_INTERP}", H_SCRIPT)
     if sub == "eval":
-        return rej(f"`{name} eval` runs inline code", H_SCRIPT)
+        return ask(f"`{name} eval` runs inline code")
     if any(a.startswith(("data:", "http:", "https:")) for a in args):
         return rej(f"`{name}` with a URL runs code fetched from the network or inline", H_NETWORK)
     return ask(f"`{name} {sub}` runs project code")
@@ -184,7 +191,7 @@ def _h_bun(name: str, args: list[str]) -> J:
         return allow(f"`{name} {args[0]}` only prints its version")
     for a in args:
         if a in ("-e", "-p", "--eval", "--print") or a.startswith(("--eval=", "--print=")):
-            return rej(f"`{name} {a}` runs inline code", H_SCRIPT)
+            return ask(f"`{name} {a}` runs inline code")
     if not args or args[0] == "repl":
         return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
     if args[0] in ("x",):
@@ -221,7 +228,7 @@ def _h_lua(name: str, args: list[str]) -> J:
 def _h_rscript(name: str, args: list[str]) -> J:
     for a in args:
         if a == "-e" or a.startswith(("--expr", "-e")):
-            return rej(f"`{name} -e` runs inline code", H_SCRIPT)
+            return ask(f"`{name} -e` runs inline code")
     if name.lower() == "r" and not any(not a.startswith("-") for a in args):
         return rej(f"`{name}` {INTERACTIVE_INTERP}", H_SCRIPT)
     return ask(f"`{name}` runs an R program")
@@ -280,8 +287,8 @@ HANDLERS.update(dict.fromkeys(
 
 # (command, verdict, substring of the reason or None), run by tests/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
-    ("python3 -c 'print(1)'", "reject", "inline code"),
-    ("python3 -Ic x", "reject", "inline code"),
+    ("python3 -c 'print(1)'", "ask", "inline code"),
+    ("python3 -Ic x", "ask", "inline code"),
     ("python3 script.py", "ask", "runs a python program"),
     ("python3 -m pytest -q", "ask", "test suite"),
     ("python3 -m http.server", "reject", "long-running server"),
@@ -289,8 +296,10 @@ CASES: list[tuple[str, str, str | None]] = [
     ("python manage.py runserver", "reject", "long-running server"),
     ("php -S localhost:8000", "reject", "long-running"),
     ("python3 --version", "ask", "toolchain"),
-    ("perl -ne 'print' f", "reject", "inline code"),
-    ("node -pe 1", "reject", "inline code"),
+    ("perl -ne 'print' f", "ask", "inline code"),
+    ("node -pe 1", "ask", "inline code"),
+    ("node --import data:text/javascript,1 x.js", "reject", "URL"),
+    ("deno run https://e/x.ts", "reject", "network"),
     ("node server.js", "ask", None),
     ("bash -lc id", "reject", "inline code"),
     ("bash scripts/build.sh", "ask", "shell script"),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from core.shell.options import Opts, generic_allow, long_hit, opts, scan, short_hit
+from core.shell.rules_per_item import find_exec
 from core.shell.programs import Handler, family
-from core.shell.verdict import ask_writes, H_DELETE, H_SYSTEM, J, allow, ask, rej
+from core.shell.verdict import RANK, ask_writes, H_DELETE, H_SYSTEM, J, allow, ask, rej
 
 
 READONLY_OPTS: dict[str, Opts] = {
@@ -248,9 +249,7 @@ def _h_rg(name: str, args: list[str]) -> J:
     return _h_readonly(name, args)
 
 
-_FIND_REJECT = frozenset(
-    "-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls".split()
-)
+_FIND_REJECT = frozenset("-delete -fprint -fprint0 -fprintf -fls".split())
 _FIND_FLAGS = frozenset(
     "-print -print0 -ls -prune -quit -true -false -empty -readable -writable -executable -nouser "
     "-nogroup -depth -mount -xdev -noleaf -daystart -follow -ignore_readdir_race "
@@ -266,6 +265,28 @@ _FIND_NEWERXY = re.compile(r"-newer[aBcmt][aBcmt]")
 
 
 def _h_find(name: str, args: list[str]) -> J:
+    inner = find_exec(args)
+    if inner is not None and inner.verdict == "reject":
+        return inner
+    own = _find_predicates(_without_exec(args))
+    if inner is None or RANK[own.verdict] > RANK[inner.verdict]:
+        return own
+    return inner
+
+
+def _without_exec(args: list[str]) -> list[str]:
+    out, skipping = [], False
+    for a in args:
+        if skipping:
+            skipping = a not in (";", "+")
+        elif a in ("-exec", "-execdir"):
+            skipping = True
+        else:
+            out.append(a)
+    return out
+
+
+def _find_predicates(args: list[str]) -> J:
     for a in args:
         if a in _FIND_REJECT:
             if a == "-delete":
@@ -303,7 +324,6 @@ CASES: list[tuple[str, str, str | None]] = [
     ("rg --pre sh foo", "reject", "runs another program"),
     ("rg -z foo", "ask", "decompression"),
     ("find . -name '*.py' -type f", "allow", "lists files"),
-    ("find . -exec rm '{}' ';'", "reject", "-exec"),
     ("find . -delete", "reject", "deletes"),
     ("find . -newer x -frobnicate", "ask", "-frobnicate"),
     ("tail -5f log.txt", "reject", "never ends"),

@@ -18,7 +18,7 @@ _SYSTEM = frozenset(
 )
 _KILL = frozenset("kill pkill killall killall5 skill xkill".split())
 _WRAPPERS = frozenset(
-    "env xargs timeout nice renice ionice nohup setsid stdbuf time watch strace ltrace gdb lldb "
+    "env timeout nice renice ionice nohup setsid stdbuf time watch strace ltrace gdb lldb "
     "valgrind command builtin exec eval source . trap alias unalias script expect parallel flock "
     "chrt taskset sg newgrp busybox toybox unbuffer fakeroot proot firejail bwrap sshpass rlwrap "
     "catchsegv entr watchexec nodemon hyperfine chpst daemonize start-stop-daemon runcon cpulimit "
@@ -122,7 +122,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("systemctl stop sshd", "reject", "system state"),
     ("kill -9 1", "reject", "kills processes"),
     ("env rm x", "reject", "wrapper"),
-    ("xargs rm", "reject", "wrapper"),
+    ("timeout 5 rm x", "reject", "wrapper"),
     ("curl https://example.com", "reject", "network"),
     ("cd src", "reject", "builtin"),
     ("vim x", "reject", "interactive"),
