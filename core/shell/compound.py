@@ -163,20 +163,26 @@ def _redirects(redirs: list[Redir], cwd: str | None, facts: WorkspaceFacts | Non
 
 def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None):
     """Judge one simple command: (SimpleCommand, J, program, paths) or a rejection."""
-    words = [t for t in tokens if isinstance(t, Word)]
-    redirs = [t for t in tokens if isinstance(t, Redir)]
+    words: list[Word] = []
+    redirs: list[Redir] = []
+    for t in tokens:
+        (words if type(t) is Word else redirs).append(t)  # type: ignore[arg-type]
     if not words:
         return rej("a redirection without a command", "put the program before the redirection")
-    problem = _first_word_problem(words[0])
-    if problem is not None:
-        return problem
-    argv = tuple(("./" + w.value) if w.glob and w.value[0] in "*?[" else w.value for w in words)
+    # (the program word was checked by first_words_problem before the bashlex cross-check)
     globs = tuple(w.glob for w in words)
-    red = _redirects(redirs, cwd, facts)
-    if isinstance(red, J):
-        return red
-    out, stdin_text, floor, lost, notes, rpaths = red
-    program, j, paths = judge(argv, cwd, facts, globs)
+    if any(globs):
+        argv = tuple(("./" + w.value) if w.glob and w.value[0] in "*?[" else w.value for w in words)
+    else:
+        argv, globs = tuple(w.value for w in words), ()
+    if redirs:
+        red = _redirects(redirs, cwd, facts)
+        if isinstance(red, J):
+            return red
+        out, stdin_text, floor, lost, notes, rpaths = red
+    else:
+        out, stdin_text, floor, lost, notes, rpaths = [], None, "allow", False, [], []
+    program, j, paths = judge(argv, cwd, facts, globs)  # type: ignore[arg-type]
     if stdin_text is not None and j.verdict != "allow" and family((program or "").lower()) in _STDIN_INTERPRETERS:
         script = tuple(a for a in argv if a != "-") + ("HEREDOC",)
         _, inner, _ = judge(script, cwd, facts)
@@ -188,8 +194,8 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
     verdict = j.verdict if RANK[j.verdict] >= RANK[floor] else floor
     reason = "; ".join([j.reason, *notes]) if notes else j.reason
     lost = lost or j.destructive
-    command = SimpleCommand(argv, globs if any(globs) else (), tuple(out), stdin_text, verdict, reason, lost)  # type: ignore[arg-type]
-    return command, J(verdict, reason, None, lost), program, [*paths, *rpaths]
+    command = SimpleCommand(argv, globs, tuple(out), stdin_text, verdict, reason, lost)  # type: ignore[arg-type]
+    return command, J(verdict, reason, None, lost), program, paths + rpaths if rpaths else paths
 
 
 def _show(tokens: list[Token], s: str) -> str:
@@ -217,19 +223,20 @@ def judge_tokens(
         for part in pipeline:
             k += 1
             got = _command(part, cwd, facts)
-            name = f"part {k} of {total} (`{_show(part, s)}`)" if total > 1 else ""
             if isinstance(got, J):
                 words = [t.value for t in part if isinstance(t, Word)]
+                name = f"part {k} of {total} (`{_show(part, s)}`)" if total > 1 else ""
                 reason = f"{name} is rejected: {got.reason}" if name else got.reason
                 return Verdict("reject", reason, got.hint, words[0].rsplit("/", 1)[-1] if words else None, tuple(words))
             command, j, program, part_paths = got
             commands.append(command)
             paths.extend(part_paths)
             if worst is None or RANK[j.verdict] > RANK[worst[1].verdict]:
-                worst = (name, j, program, command.argv)
+                worst = ((k, part), j, program, command.argv)
         pipelines.append(Pipeline(tuple(commands)))
     assert worst is not None
-    name, j, program, argv = worst
+    (k, part), j, program, argv = worst
+    name = f"part {k} of {total} (`{_show(part, s)}`)" if total > 1 else ""
     plan = CommandList(tuple(pipelines), tuple(ops), cwd)  # type: ignore[arg-type]
     lost = any(c.destructive for c in plan.all_commands())
     if total > 1:

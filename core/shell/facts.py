@@ -50,6 +50,8 @@ class WorkspaceFacts:
 def workspace_key(path: str, cwd: str | None = None) -> str:
     """A path as the workspace wrapper resolves it: absolute, or relative to the
     workspace root (the ``cd DIR &&`` folder applied), normalised lexically."""
+    if cwd is None and not path.startswith((".", "/")) and "/." not in path and "//" not in path and path[-1:] != "/":
+        return path  # already normal (the common case, without normpath)
     if not path.startswith("/") and cwd:
         path = posixpath.join(cwd, path)
     key = posixpath.normpath(path)

@@ -66,18 +66,19 @@ def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = ()) -> list[
     out: list[str] = []
     after_dashdash = False
     prev = ""
+    find = fam == "find"
     for k, a in enumerate(args):
-        is_glob = k < len(globs) and globs[k]
-        if not after_dashdash and a == "--":
-            after_dashdash = True
-        elif not after_dashdash and a.startswith("-") and len(a) > 1:
-            out.extend(attached_paths(a))
-        elif fam == "find" and prev in _FIND_NOT_PATHS:
+        if not after_dashdash and a[:1] == "-" and len(a) > 1:
+            if a == "--":
+                after_dashdash = True
+            elif "/" in a or "." in a:
+                out.extend(attached_paths(a))
+        elif find and prev in _FIND_NOT_PATHS:
             pass
         elif skip_first:
             skip_first = False
         else:
-            out.append(_glob_base(a) if is_glob else a)
+            out.append(_glob_base(a) if globs and k < len(globs) and globs[k] else a)
         prev = a
     return out
 
@@ -96,7 +97,13 @@ def written_paths(fam: str, args: list[str], paths: list[str]) -> list[str]:
 
 
 def where(path: str, cwd: str | None, facts: WorkspaceFacts | None) -> Where:
-    key = workspace_key(path, cwd)
+    return where_key(workspace_key(path, cwd), facts)
+
+
+def where_key(key: str, facts: WorkspaceFacts | None) -> Where:
+    """``where`` for a path already turned into its workspace key."""
+    if facts is None and key[:1] not in ("/", ".") :
+        return "inside"  # relative without `..` (keys are normalised)
     real = facts.realpaths.get(key) if facts is not None else None
     for p in (key, real):
         if p is not None and p in ENDLESS:

@@ -9,7 +9,7 @@ import re
 from typing import Callable
 
 from core.shell.facts import TOOLCHAIN_PROGRAMS, WorkspaceFacts, workspace_key
-from core.shell.paths import path_words, where, written_paths
+from core.shell.paths import path_words, where, where_key, written_paths
 from core.shell.verdict import H_WRAPPER, J, ask, rej
 
 Handler = Callable[[str, list[str]], J]
@@ -94,11 +94,12 @@ def judge(
         j = handler(base, args)
     if j.verdict == "reject":
         return base, j, []
-    paths = path_words(fam, args, globs[1:])
-    written = written_paths(fam, args, paths) if j.writes else []
+    paths = path_words(fam, args, globs[1:]) if args else []
+    written = written_paths(fam, args, paths) if j.writes and paths else []
     outside = None
-    for p in paths:
-        w = where(p, cwd, facts)
+    keys = _keys(paths, cwd)
+    for p, key in zip(paths, keys):
+        w = where_key(key, facts)
         if w == "endless":
             return base, rej(
                 f"`{p}` is a device that never ends or is not a file (an endless or huge read)",
@@ -120,7 +121,10 @@ def judge(
             j = ask(f"{j.reason}, but `{outside}` is outside the workspace")
         elif toolchain is not None:
             j = ask(f"{j.reason}, but {toolchain}")
-    return base, j, _keys(paths, cwd)
+    return base, j, keys
+
+
+_TOOLCHAIN_ANY = frozenset().union(*TOOLCHAIN_PROGRAMS.values())
 
 
 def _keys(paths: list[str], cwd: str | None) -> list[str]:
@@ -129,7 +133,7 @@ def _keys(paths: list[str], cwd: str | None) -> list[str]:
 
 def _toolchain(lname: str, fam: str, facts: WorkspaceFacts | None) -> str | None:
     """Why a version query of a toolchain program may run a repository-chosen program."""
-    if not any(lname in progs or fam in progs for progs in TOOLCHAIN_PROGRAMS.values()):
+    if lname not in _TOOLCHAIN_ANY and fam not in _TOOLCHAIN_ANY:
         return None
     if facts is None:
         return (

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from core.shell.lexer import char_reject, dollar_reject, operator_reject
+from core.shell.lexer import FAST_WORD, char_reject, dollar_reject, operator_reject
+from core.shell.quoting import unquote
 from core.shell.verdict import H_GLOB, H_PLAIN, J, rej
 
 
@@ -49,6 +50,17 @@ class Redir(NamedTuple):
 Token = Word | Op | Redir
 
 _WORD_CHARS = re.compile(r"[A-Za-z0-9_./:@%+,=^\]-]+")
+# A plain word (safe characters and simple quotes, as lexer.FAST_WORD) that ends
+# where a token ends (not digits right before < or >: a descriptor), the list
+# and pipe operators, and spaces. Newlines take the slow path (here-documents).
+_END = r"(?=[ \n;|&<>]|$)"
+_SIMPLE = re.compile(
+    r"(?P<space> +)|(?P<word>" + FAST_WORD.pattern + r")" + _END + r"(?<!\d(?=[<>]))"
+    r"|(?P<op>&&|\|\||\|(?!&)|;(?![;&]))"
+    r"|(?P<dup>(?P<dupfd>[12])?>&(?P<dupto>[12]))(?=[ \n;|&]|$)"
+    r"|(?P<null>(?P<nullfd>[12]|&)?>/dev/null)(?=[ \n;|&]|$)"
+    r"|(?P<glob>[A-Za-z0-9_./:@%+,=^-]*[*?][A-Za-z0-9_./:@%+,=^*?-]*)" + _END
+)
 _FD_PREFIX = re.compile(r"(\d+)(?=[<>])")
 _HEREDOC_DELIM = re.compile(r"(-?) *(['\"])([A-Za-z0-9_.-]+)\2")
 _CAT_LITERAL = re.compile(r"\"\$\(cat <<-? *(['\"])([A-Za-z0-9_]+)\1\n((?:[^\n]*\n)*?)\2\n *\)\"")
@@ -295,6 +307,22 @@ def tokenize(s: str) -> tuple[list[Token], str] | J:
     pending: list = []
     n, i = len(s), 0
     while i < n:
+        m = _SIMPLE.match(s, i)  # the common tokens, without the character-by-character path
+        if m is not None:
+            kind = m.lastgroup
+            if kind == "word":
+                out.append(Word(i, m.end(), unquote(m.group()), False))
+            elif kind == "op":
+                out.append(Op(i, m.end(), m.group()))
+            elif kind == "glob":
+                out.append(Word(i, m.end(), m.group(), True))
+            elif kind == "dup":
+                out.append(Redir(i, m.end(), int(m.group("dupfd") or 1), ">&", m.group("dupto")))
+            elif kind == "null":
+                fd = m.group("nullfd")
+                out.append(Redir(i, m.end(), -1 if fd == "&" else int(fd or 1), ">", "/dev/null"))
+            i = m.end()
+            continue
         c = s[i]
         if c == " ":
             i += 1
