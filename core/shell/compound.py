@@ -56,29 +56,24 @@ def _first_word_problem(first: Word) -> J | None:
     return None
 
 
-def first_words_problem(tokens: list[Token]) -> J | None:
-    """Keywords, assignments and globs in a program word, checked before the
-    bashlex cross-check so their rejection says what was found."""
-    at_start = True
-    for t in tokens:
-        if isinstance(t, Op):
-            at_start = True
-        elif isinstance(t, Word) and at_start:
-            at_start = False
-            problem = _first_word_problem(t)
-            if problem is not None:
-                return problem
-    return None
-
-
 def split_tokens(tokens: list[Token]) -> tuple[list[list[list[Token]]], list[str]] | J:
-    """[pipeline [command [tokens]]] and the list operators between pipelines."""
+    """[pipeline [command [tokens]]] and the list operators between pipelines;
+    keywords, assignments and globs in a program word are rejected here, before
+    the bashlex cross-check, so the reason says what was found."""
     items: list[list[list[Token]]] = [[[]]]
     ops: list[str] = []
+    first = True  # the next word starts a command
     for t in tokens:
-        if not isinstance(t, Op):
+        kind = type(t)
+        if kind is not Op:
+            if first and kind is Word:
+                first = False
+                problem = _first_word_problem(t)  # type: ignore[arg-type]
+                if problem is not None:
+                    return problem
             items[-1][-1].append(t)
             continue
+        first = True
         if not items[-1][-1]:
             if t.op == "\n":
                 continue  # blank lines; a newline after `&&`, `||` or `|`
@@ -169,7 +164,7 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
         (words if type(t) is Word else redirs).append(t)  # type: ignore[arg-type]
     if not words:
         return rej("a redirection without a command", "put the program before the redirection")
-    # (the program word was checked by first_words_problem before the bashlex cross-check)
+    # (the program word was checked by split_tokens)
     globs = tuple(w.glob for w in words)
     if any(globs):
         argv = tuple(("./" + w.value) if w.glob and w.value[0] in "*?[" else w.value for w in words)

@@ -7,12 +7,12 @@ path), the bashlex cross-check (parser_check.py), then the parts are judged
 
 from __future__ import annotations
 
-from core.shell.compound import first_words_problem, judge_tokens, split_tokens
+from core.shell.compound import judge_tokens, split_tokens
 from core.shell.facts import WorkspaceFacts
 from core.shell.lexer import FAST_COMMAND, FAST_WORD
 from core.shell.parser_check import bashlex_check
 from core.shell.quoting import bashlex_trap, unquote
-from core.shell.tokens import Token, Word, tokenize
+from core.shell.tokens import Token, Word, tokenize, word_new
 from core.shell.verdict import H_PLAIN, J, Verdict
 
 MAX_COMMAND_CHARS = 10_000
@@ -36,16 +36,13 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
     tokens: list[Token]
     if FAST_COMMAND.fullmatch(s):
         skeleton = s
-        tokens = [Word(a, b, unquote(s[a:b]), False) for a, b in (m.span() for m in FAST_WORD.finditer(s))]
+        tokens = [word_new((a, b, unquote(s[a:b]), False)) for a, b in (m.span() for m in FAST_WORD.finditer(s))]
     else:
         lexed = tokenize(s)
         if isinstance(lexed, J):
             return _rejected(lexed)
         tokens, skeleton = lexed
     words = [t for t in tokens if isinstance(t, Word)]
-    problem = first_words_problem(tokens)
-    if problem is not None:
-        return _rejected(problem, words)
     if "$" in skeleton or "`" in skeleton or "(" in skeleton:
         problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])
         if problem is not None:

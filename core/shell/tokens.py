@@ -19,6 +19,7 @@ quoted here-document delimiters) can cross-check every other position.
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import NamedTuple
 
 from core.shell.lexer import FAST_WORD, char_reject, dollar_reject, operator_reject
@@ -48,6 +49,9 @@ class Redir(NamedTuple):
 
 
 Token = Word | Op | Redir
+# Constructors that skip NamedTuple's Python-level __new__ (the tokenizer's hot path).
+word_new = partial(tuple.__new__, Word)
+_op_new = partial(tuple.__new__, Op)
 
 _WORD_CHARS = re.compile(r"[A-Za-z0-9_./:@%+,=^\]-]+")
 # A plain word (safe characters and simple quotes, as lexer.FAST_WORD) that ends
@@ -300,12 +304,39 @@ def _bodies(s: str, i: int, pending: list, out: list[Token], patches: list) -> i
     return i
 
 
+_ALL_SIMPLE = re.compile("(?:" + _SIMPLE.pattern + ")*")
+
+
+def _simple_tokens(s: str) -> list[Token]:
+    """Tokens of a command made only of the common tokens (one regex pass)."""
+    out: list[Token] = []
+    for m in _SIMPLE.finditer(s):
+        kind = m.lastgroup
+        if kind == "space":
+            continue
+        a, b = m.span()
+        if kind == "word":
+            out.append(word_new((a, b, unquote(m.group()), False)))
+        elif kind == "op":
+            out.append(_op_new((a, b, m.group())))
+        elif kind == "glob":
+            out.append(word_new((a, b, m.group(), True)))
+        elif kind == "dup":
+            out.append(Redir(a, b, int(m.group("dupfd") or 1), ">&", m.group("dupto")))
+        else:
+            fd = m.group("nullfd")
+            out.append(Redir(a, b, -1 if fd == "&" else int(fd or 1), ">", "/dev/null"))
+    return out
+
+
 def tokenize(s: str) -> tuple[list[Token], str] | J:
     """(tokens, skeleton for bashlex) or the first construct we reject."""
     out: list[Token] = []
     patches: list[tuple[int, int, str]] = []
     pending: list = []
     n, i = len(s), 0
+    if _ALL_SIMPLE.fullmatch(s):
+        return _simple_tokens(s), s
     while i < n:
         m = _SIMPLE.match(s, i)  # the common tokens, without the character-by-character path
         if m is not None:
