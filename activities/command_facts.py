@@ -80,7 +80,9 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
 
 def validate_in_workspace(command: str, workspace_root: str) -> Verdict:
     """The verdict for ``command`` run in ``workspace_root`` (see the module doc)."""
-    first = validate_command(command)
+    # First pass: only the root is known (absolute paths under it count as inside),
+    # which is enough to find every path word; a rejection here is final.
+    first = validate_command(command, WorkspaceFacts(root=os.path.normpath(workspace_root)))
     if first.verdict == "reject":
         return first
     return validate_command(command, gather_facts(first, workspace_root))

@@ -77,3 +77,23 @@ def test_a_workspace_program_that_is_a_symlink_outside_rejects(ws: Path) -> None
 
 def test_a_first_pass_rejection_is_final(ws: Path) -> None:
     assert validate_in_workspace("sudo ls", str(ws)).verdict == "reject"
+
+
+def test_toolchain_files_in_the_cd_folder_count(ws: Path) -> None:
+    (ws / "crate").mkdir()
+    assert validate_in_workspace("cd crate && cargo --version", str(ws)).verdict == "allow"
+    (ws / "crate" / "rust-toolchain.toml").write_text("[toolchain]\n")
+    v = validate_in_workspace("cd crate && cargo --version", str(ws))
+    assert v.verdict == "ask" and "crate/rust-toolchain.toml" in v.reason
+
+
+def test_an_overwriting_redirection_is_destructive_only_onto_an_existing_file(ws: Path) -> None:
+    new = validate_in_workspace("echo hi > new.txt", str(ws))
+    assert (new.verdict, new.destructive) == ("ask", False)
+    old = validate_in_workspace("echo hi > README.md", str(ws))
+    assert (old.verdict, old.destructive) == ("ask", True) and "overwrites" in old.reason
+
+
+def test_a_cd_to_the_absolute_workspace_path_is_inside(ws: Path) -> None:
+    v = validate_in_workspace(f"cd {ws}/src && ls", str(ws))
+    assert v.verdict == "allow" and v.plan is not None and v.plan.cwd == "src"
