@@ -1,11 +1,9 @@
-"""awk: allowed only for programs we can prove read-only. Pure."""
+"""awk: options; the program is judged by core.shell.awk_grammar (its tokens). Pure."""
 
 from __future__ import annotations
 
-import re
-
-from core.shell.options import prefix_matches
 from core.shell.awk_grammar import judge_program
+from core.shell.options import prefix_matches
 from core.shell.programs import Handler
 from core.shell.verdict import H_SCRIPT, J, allow, ask, rej
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from core.shell.rules_git_changes import git_clean, git_destructive, git_grep, git_push
 from core.shell.options import Opts, long_hit, opts, scan, short_hit
+from core.shell.rules_git_changes import git_clean, git_destructive, git_grep, git_push
 from core.shell.programs import Handler
-from core.shell.verdict import ask_writes, H_DELETE, H_GIT_STD, H_SEPARATE, H_SYSTEM, J, allow, ask, rej
+from core.shell.verdict import ask_writes, H_GIT_STD, H_SEPARATE, H_SYSTEM, J, allow, ask, rej
 
 
 _GIT_GLOBAL_FLAGS = frozenset(
