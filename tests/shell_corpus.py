@@ -199,6 +199,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("killall5", _KILL, "kills processes"),
     # wrappers
     ("env rm x", _WRAP, "wrapper"),
+    ("xargs rm", _WRAP, "named on stdin"),  # issue 12: xargs is judged by its command; files from stdin
     ("env", _WRAP, "wrapper"),
     ("/usr/bin/env python3 x.py", _WRAP, "wrapper"),
     ("xargs -0 -n1 sh -c id", _WRAP, "inline code"),  # issue 12: xargs is judged by the command it runs
@@ -592,7 +593,6 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("deno eval 'Deno.exit()'", "ask", None),  # issue 12: inline code asks like a script (was reject)
     ("lua -e 'os.execute()'", "ask", None),  # issue 12: inline code asks like a script (was reject)
     ("Rscript -e 'system(1)'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("xargs rm", "ask", None),  # issue 12: judged as its inner command (destructive ask)
     ("find . -exec rm '{}' ';'", "ask", None),  # issue 12: judged as its inner command (destructive ask)
     ("r\\m x", "ask", ("rm", "x")),  # issue 12: an escaped character is literal, as in bash
     ('echo "a\\"b"', "allow", ("echo", 'a"b')),  # issue 12: bash's backslash rules inside double quotes

@@ -315,6 +315,11 @@ CASES: list[tuple[str, str, str | None]] = [
     ("echo \"$(cat <<'EOF'\nx\nEOF\n) $(id)\"", "reject", "command substitution"),
     ("echo \"$(cat x)\"", "reject", "command substitution"),
     ("cat <<< hi", "reject", "here-string"),
+    ("git commit -m \"$(cat <<'EOF'\na\nEOF\nrm -rf x\nEOF\n)\"", "reject", "before its end"),
+    ("git commit -m \"$(cat <<-'EOF'\na\n\tEOF\ntouch x\nEOF\n)\"", "reject", "before its end"),
+    ("rg -* foo", "reject", "option words"),
+    ("tar -cf x.tar -*", "reject", "option words"),
+    ("grep -r --include=*.py foo src", "allow", None),
     # bash's quoting rules: escapes, comments, literal braces, quoted Unicode
     ("find . \\( -name a -o -name b \\) -print", "allow", None),
     ("grep -n \"npm\\|node\" src/a.py | head -20", "allow", None),

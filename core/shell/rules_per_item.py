@@ -33,7 +33,7 @@ def _inner(outer: str, argv: list[str]) -> J:
     _, j, _ = judge(tuple(argv))
     if j.verdict == "reject":
         return rej(f"`{outer}` runs `{argv[0]}`, which is not allowed: {j.reason}", j.hint or "run it on its own")
-    return J(j.verdict, f"`{outer}` runs `{' '.join(argv[:3])}` for each input: {j.reason}", None, j.destructive)
+    return J(j.verdict, f"`{outer}` runs `{' '.join(argv[:3])}` for each input: {j.reason}", None, j.destructive, j.writes)
 
 
 def find_exec(args: list[str]) -> J | None:
@@ -50,13 +50,25 @@ def find_exec(args: list[str]) -> J | None:
         end = next((k for k in range(i, len(args)) if args[k] in (";", "+")), None)
         if end is None:
             return rej(f"`find {a}` without a closing `;` or `+`", "end the command with \\; or +")
-        j = _inner(f"find {a}", args[i:end])
-        if j.verdict == "reject":
-            return j
-        if worst is None or (RANK[j.verdict], j.destructive) > (RANK[worst.verdict], worst.destructive):
-            worst = j
+        # `{}` stands for paths under the search roots: judge the command on each root
+        for root in _roots(args):
+            j = _inner(f"find {a}", [root if w == "{}" else w for w in args[i:end]])
+            if j.verdict == "reject":
+                return j
+            if worst is None or (RANK[j.verdict], j.destructive) > (RANK[worst.verdict], worst.destructive):
+                worst = j
         i = end + 1
     return worst
+
+
+def _roots(args: list[str]) -> list[str]:
+    """find's starting points: the words before the first option or predicate."""
+    roots = []
+    for a in args:
+        if a.startswith("-") or a in ("(", "!", ","):
+            break
+        roots.append(a)
+    return roots or ["."]
 
 
 def _h_xargs(name: str, args: list[str]) -> J:
@@ -81,6 +93,11 @@ def _h_xargs(name: str, args: list[str]) -> J:
     if not inner:
         return allow("`xargs` without a command only echoes its input")
     j = _inner("xargs", inner)
+    if j.verdict != "reject" and j.writes:
+        return rej(
+            f"`xargs {inner[0]}` would change files named on stdin, which may lie outside the workspace",
+            "list the files first, then pass them to the command as arguments",
+        )
     if j.verdict == "allow" and (replace or inner[0] not in _ANY_ARGS_SAFE):
         return ask(f"{j.reason}; but the words read from stdin may change what `{inner[0]}` does")
     return j
@@ -101,7 +118,10 @@ CASES: list[tuple[str, str, str | None]] = [
     ("find . -exec python3 {} ';'", "ask", None),
     ("find . -name '*.py' | xargs grep -l 'class Field' | head -20", "allow", None),
     ("find . -name '*.py' -print0 | xargs -0 wc -l", "allow", None),
-    ("cat list.txt | xargs rm", "ask+destructive", "deletes"),
+    ("cat list.txt | xargs rm", "reject", "named on stdin"),
+    ("find /etc -name x -exec rm {} \\;", "reject", "outside the workspace"),
+    ("find . ../other -exec chmod -R 777 {} +", "reject", "outside the workspace"),
+    ("find src -name '*.pyc' -exec rm {} +", "ask+destructive", None),
     ("xargs sh -c id", "reject", "inline code"),
     ("xargs -0 -n1 sh -c id", "reject", "inline code"),
     ("cat f | xargs sed -n 1p", "ask", "stdin"),
@@ -109,4 +129,5 @@ CASES: list[tuple[str, str, str | None]] = [
     ("xargs -p rm", "reject", "terminal"),
     ("xargs", "allow", "echoes"),
     ("xargs rm -rf /", "reject", "outside the workspace"),
+    ("xargs touch", "reject", "named on stdin"),
 ]

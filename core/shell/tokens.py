@@ -63,7 +63,7 @@ _SIMPLE = re.compile(
     r"|(?P<op>&&|\|\||\|(?!&)|;(?![;&]))"
     r"|(?P<dup>(?P<dupfd>[12])?>&(?P<dupto>[12]))(?=[ \n;|&]|$)"
     r"|(?P<null>(?P<nullfd>[12]|&)?>/dev/null)(?=[ \n;|&]|$)"
-    r"|(?P<glob>[A-Za-z0-9_./:@%+,=^-]*[*?][A-Za-z0-9_./:@%+,=^*?-]*)" + _END
+    r"|(?P<glob>(?!-)[A-Za-z0-9_./:@%+,=^-]*[*?][A-Za-z0-9_./:@%+,=^*?-]*)" + _END  # `-*`: slow path
 )
 _FD_PREFIX = re.compile(r"(\d+)(?=[<>])")
 _HEREDOC_DELIM = re.compile(r"(-?) *(['\"])([A-Za-z0-9_.-]+)\2")
@@ -126,11 +126,20 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
         if c == '"':
             lit = _CAT_LITERAL.match(s, i)
             if lit is not None:
-                body = lit.group(3)
+                body, delim = lit.group(3), lit.group(2)
+                strip = s[i : lit.start(1)].endswith("-") or "<<-" in s[i : lit.start(1)]
+                lines = [line.lstrip("\t") if strip else line for line in body.split("\n")]
+                if delim in lines:
+                    # bash ends the here-document at the first `EOF` line: what follows it
+                    # would run inside the $(...) -- never a literal
+                    return rej(
+                        f"the here-document inside \"$(cat <<'{delim}' ...)\" has a `{delim}` line before its end",
+                        f"use a delimiter that does not appear in the text (e.g. <<'END_{delim}')",
+                    )
                 problem = _body_problem(body, lit.start(3))
                 if problem is not None:
                     return problem
-                parts.append(body.rstrip("\n"))
+                parts.append("\n".join(lines).rstrip("\n"))
                 patches.append((i, lit.end(), "'" + "x" * (lit.end() - i - 2) + "'"))
                 quoted, i = True, lit.end()
                 continue
@@ -217,6 +226,11 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
         )
     if raw == "[":
         glob = False  # the `test` program
+    if glob and raw[:1] == "-" and "=" not in raw[: min(raw.find(c) % (len(raw) + 1) for c in "*?[")]:
+        return rej(
+            f"the glob {raw!r} could expand to option words chosen by file names (e.g. `--pre=./x`)",
+            "put the glob after a fixed prefix (e.g. ./*.py) or quote it if the program takes a pattern",
+        )
     if glob and quoted:
         return rej(
             f"the word {raw!r} mixes quotes with glob characters, which cannot be expanded exactly",
