@@ -285,7 +285,8 @@ CASES: list[tuple[str, str, str | None]] = [
     ("ls /etc/*", "ask", "outside the workspace"),
     ("rm -f *.pyc", "ask+destructive", None),
     ("l* x", "reject", "glob in the program name"),
-    ("echo '*'x*", "reject", "mixes quotes"),
+    ("echo '*'x*", "reject", "both quoted and unquoted"),
+    ("cp \"docs/My Notes\"/*.md out/", "ask", None),
     # redirections
     ("ls 2>/dev/null", "allow", None),
     ("ls >/dev/null 2>&1", "allow", None),

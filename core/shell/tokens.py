@@ -71,6 +71,7 @@ _CAT_LITERAL = re.compile(r"\"\$\(cat <<-? *(['\"])([A-Za-z0-9_]+)\1\n((?:[^\n]*
 _BAD_BODY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u200c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _BAD_QUOTED_ASCII = re.compile(r"[\r\t]")
 _ANY = re.compile(r".", re.S)
+_GLOB_CHARS = re.compile(r"[*?\[]")
 # `{0}` in `stash@{0}`: no comma and no `..`, so bash does not brace-expand it
 _LITERAL_BRACES = re.compile(r"\{(?![^}]*(?:,|\.\.))[A-Za-z0-9_.:@%+=^/-]+\}")
 
@@ -103,7 +104,7 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
     """Read the word starting at ``i``: (end, value, glob) or a rejection."""
     n, start = len(s), i
     parts: list[str] = []
-    glob = quoted = False
+    glob = quoted = False  # quoted: a quoted part holds a glob character
     while i < n:
         m = _WORD_CHARS.match(s, i)
         if m is not None:
@@ -121,7 +122,7 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
             if problem is not None:
                 return problem
             parts.append(s[i + 1 : j])
-            quoted, i = True, j + 1
+            quoted, i = quoted or _GLOB_CHARS.search(parts[-1]) is not None, j + 1
             continue
         if c == '"':
             lit = _CAT_LITERAL.match(s, i)
@@ -141,7 +142,7 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
                     return problem
                 parts.append("\n".join(lines).rstrip("\n"))
                 patches.append((i, lit.end(), "'" + "x" * (lit.end() - i - 2) + "'"))
-                quoted, i = True, lit.end()
+                quoted, i = quoted or _GLOB_CHARS.search(parts[-1]) is not None, lit.end()
                 continue
             j, seg = i + 1, []
             while j < n and s[j] != '"':
@@ -167,7 +168,7 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
             if problem is not None:
                 return problem
             parts.append(text)
-            quoted, i = True, j + 1
+            quoted, i = quoted or _GLOB_CHARS.search(parts[-1]) is not None, j + 1
             continue
         at_start = i == start
         if c == "$":
@@ -182,7 +183,7 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
             if not nxt or not (" " <= nxt <= "~"):
                 return rej(f"a backslash before {nxt!r} at position {i} is not allowed", "use single quotes")
             parts.append(nxt)  # an escaped character is literal (and never a glob)
-            quoted, i = True, i + 2
+            quoted, i = quoted or _GLOB_CHARS.search(parts[-1]) is not None, i + 2
             continue
         if c in "*?[":
             glob = True
@@ -233,7 +234,7 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
         )
     if glob and quoted:
         return rej(
-            f"the word {raw!r} mixes quotes with glob characters, which cannot be expanded exactly",
+            f"the word {raw!r} has glob characters both quoted and unquoted, which cannot be expanded exactly",
             "quote the whole pattern if the program takes it (e.g. '*.py'), or leave the glob unquoted",
         )
     return i, "".join(parts), glob
