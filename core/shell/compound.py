@@ -305,6 +305,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("python3 <<'EOF'\nimport os\nEOF", "ask", "here-document"),
     ("python3 - <<'PY' && echo done\nprint(1)\nPY\n", "ask", "here-document"),
     ("cat <<'EOF'\nhello\nEOF", "allow", None),
+    ("cat <<'EOF'x\nEOFx\nrm -rf x\nEOF", "reject", "quoted delimiter"),
     ("cat <<'EOF' > notes.txt\nhello\nEOF", "ask+destructive", "overwrites"),
     ("python3 -c 'x' <<'EOF'\nx\nEOF", "ask", None),
     ("bash -c 'x' <<'EOF'\nx\nEOF", "reject", "inline code"),
