@@ -335,5 +335,6 @@ CASES: list[tuple[str, str, str | None]] = [
     ("\"\u0441at\" x", "reject", "non-ASCII"),
     ("echo 'a\u202eb'", "reject", "U+202E"),
     ("echo \"a\u200bb\"", "reject", "U+200B"),
+    ("echo 'r\u00adm'", "reject", "U+00AD"),
     ("echo \\\u00e9", "reject", None),
 ]

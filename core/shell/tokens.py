@@ -69,7 +69,12 @@ _FD_PREFIX = re.compile(r"(\d+)(?=[<>])")
 # the delimiter must end the word (bash reads `<<'EOF'x` as the delimiter EOFx)
 _HEREDOC_DELIM = re.compile(r"(-?) *(['\"])([A-Za-z0-9_.-]+)\2(?=[ \n;|&<>]|$)")
 _CAT_LITERAL = re.compile(r"\"\$\(cat <<-? *(['\"])([A-Za-z0-9_]+)\1\n((?:[^\n]*\n)*?)\2\n *\)\"")
-_BAD_BODY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u200c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+# control characters, and characters a terminal does not show (zero-width, soft
+# hyphen, bidirectional overrides that reorder what the approver reads)
+_BAD_BODY = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u180e\u200b\u200c\u200e\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u2069\ufeff]"
+)
 _BAD_QUOTED_ASCII = re.compile(r"[\r\t]")
 _ANY = re.compile(r".", re.S)
 _GLOB_CHARS = re.compile(r"[*?\[]")
