@@ -317,6 +317,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("echo \"$(cat <<'EOF'\nx\nEOF\n) $(id)\"", "reject", "command substitution"),
     ("echo \"$(cat x)\"", "reject", "command substitution"),
     ("cat <<< hi", "reject", "here-string"),
+    ("echo " + "w " * 600, "reject", "too many words"),
     ("git commit -m \"$(cat <<'EOF'\na\nEOF\nrm -rf x\nEOF\n)\"", "reject", "before its end"),
     ("git commit -m \"$(cat <<-'EOF'\na\n\tEOF\ntouch x\nEOF\n)\"", "reject", "before its end"),
     ("rg -* foo", "reject", "option words"),

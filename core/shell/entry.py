@@ -16,6 +16,7 @@ from core.shell.tokens import Token, Word, tokenize, word_new
 from core.shell.verdict import H_PLAIN, J, Verdict
 
 MAX_COMMAND_CHARS = 10_000
+MAX_TOKENS = 500
 
 
 def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdict:
@@ -42,6 +43,14 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
         if isinstance(lexed, J):
             return _rejected(lexed)
         tokens, skeleton = lexed
+    if len(tokens) > MAX_TOKENS:
+        # bashlex takes about a quarter millisecond per word: bound the time a
+        # validation may take (it also runs inside workflow tasks)
+        return Verdict(
+            "reject",
+            f"the command has too many words and operators ({len(tokens)}, at most {MAX_TOKENS})",
+            "split it into several bash calls, or pass long lists through a file",
+        )
     words = [t for t in tokens if isinstance(t, Word)]
     if "$" in skeleton or "`" in skeleton or "(" in skeleton:
         problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])
