@@ -23,47 +23,50 @@ class _Mismatch(Exception):
     pass
 
 
-def _flatten_ours(tokens: list[Token]) -> list[tuple]:
-    out: list[tuple] = []
+def _flatten_ours(tokens: list[Token]) -> list:
+    """Commands ("c"), word spans (start, end), redirections ("r", start, end)
+    and operators ("&&" "||" "|" ";") in order."""
+    out: list = []
     in_command = False
     for t in tokens:
-        if isinstance(t, Op):
-            op = ";" if t.op == "\n" else t.op
-            if op == ";" and (not out or out[-1][0] == "op"):
+        kind = type(t)
+        if kind is Op:
+            op = ";" if t.op == "\n" else t.op  # type: ignore[union-attr]
+            if op == ";" and (not out or type(out[-1]) is str and out[-1] != "c"):
                 continue  # bash allows a newline after && || | and blank lines
-            out.append(("op", op))
+            out.append(op)
             in_command = False
             continue
         if not in_command:
-            out.append(("cmd",))
+            out.append("c")
             in_command = True
-        out.append(("w" if isinstance(t, Word) else "r", t.start, t.end))
-    while out and out[-1] == ("op", ";"):
+        out.append(t[:2] if kind is Word else ("r", t[0], t[1]))
+    while out and out[-1] == ";":
         out.pop()
     return out
 
 
-def _flatten_bashlex(node, out: list[tuple]) -> None:
+def _flatten_bashlex(node, out: list) -> None:
     kind = node.kind
     if kind in ("list", "pipeline"):
         for part in node.parts:
             if part.kind == "operator":
-                out.append(("op", ";" if part.op == "\n" else part.op))
+                out.append(";" if part.op == "\n" else part.op)
             elif part.kind == "pipe":
                 if part.pipe != "|":
                     raise _Mismatch(f"pipe {part.pipe!r}")
-                out.append(("op", "|"))
+                out.append("|")
             else:
                 _flatten_bashlex(part, out)
         return
     if kind != "command":
         raise _Mismatch(f"a {kind}")
-    out.append(("cmd",))
+    out.append("c")
     for part in node.parts:
         if part.kind == "word":
             if getattr(part, "parts", None):
                 raise _Mismatch("an expansion inside a word")
-            out.append(("w", *part.pos))
+            out.append(tuple(part.pos))
         elif part.kind == "redirect":
             out.append(("r", *part.pos))
         else:
@@ -78,15 +81,15 @@ def bashlex_check(skeleton: str, tokens: list[Token]) -> J | None:
             f"the command could not be parsed safely ({type(exc).__name__}: {str(exc)[:120]})",
             H_PLAIN,
         )
-    theirs: list[tuple] = []
+    theirs: list = []
     try:
         for k, tree in enumerate(trees):
-            if k and theirs and theirs[-1] != ("op", ";"):
-                theirs.append(("op", ";"))
+            if k and theirs and theirs[-1] != ";":
+                theirs.append(";")
             _flatten_bashlex(tree, theirs)
     except _Mismatch as exc:
         return rej(f"only plain commands, lists and pipelines are allowed, found {exc}", H_PLAIN)
-    while theirs and theirs[-1] == ("op", ";"):
+    while theirs and theirs[-1] == ";":
         theirs.pop()
     if theirs != _flatten_ours(tokens):
         return rej("the parser and the validator disagree about the words of this command", H_PLAIN)

@@ -8,6 +8,7 @@ the entry point turns the judgements of a command's parts into one
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, NamedTuple
 
 
@@ -46,16 +47,19 @@ class J(NamedTuple):
     writes: bool = False
 
 
+_new_j = partial(tuple.__new__, J)  # skips NamedTuple's Python-level __new__ (hot path)
+
+
 def allow(reason: str) -> J:
-    return J("allow", reason)
+    return _new_j(("allow", reason, None, False, False))
 
 
 def ask(reason: str) -> J:
-    return J("ask", reason)
+    return _new_j(("ask", reason, None, False, False))
 
 
 def rej(reason: str, hint: str) -> J:
-    return J("reject", reason, hint)
+    return _new_j(("reject", reason, hint, False, False))
 
 
 def destructive(reason: str, writes: bool = False) -> J:
