@@ -7,13 +7,19 @@ in parallel), ``ask`` (may change things: a human approves it first), or
 
 The package, one concern per module:
 
-* ``lexer`` / ``quoting`` / ``parser_check`` - the strict subset of shell
-  syntax, derived from the source text by our own lexer and cross-checked
-  against bashlex (any disagreement rejects);
+* ``tokens`` / ``lexer`` / ``quoting`` - the accepted subset of shell syntax
+  (words, ``&& || ; |`` and newlines, redirections, quoted here-documents,
+  the ``"$(cat <<'EOF' ...)"`` idiom, globs), derived by our own tokenizer;
+* ``parser_check`` - bashlex must parse the same structure (any
+  disagreement rejects);
+* ``compound`` - the parts, the leading ``cd DIR &&``, redirections and
+  here-documents: ``Verdict.plan`` (core.command_plan) with per-part verdicts;
 * ``programs`` - which rule judges a command (basenames, versioned names,
-  program paths) and paths outside the workspace;
+  program paths), then its paths (``paths``) and toolchain (``facts``);
 * ``options`` - the option model (short clusters, attached values, long
-  options and their abbreviations, negations);
+  options and their abbreviations, git's parse-options with negations);
+* ``sed_grammar`` / ``awk_grammar`` - the small sed and awk languages proven
+  read-only;
 * ``rules_*`` - one module per family of programs, each with its table of
   cases ``CASES`` beside its rules (collected by tests/test_shell_rules.py).
 
