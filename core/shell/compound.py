@@ -203,6 +203,14 @@ def judge_tokens(
 ) -> Verdict:
     """The verdict and plan of a command split by ``split_tokens``."""
     items, ops = split
+    if not ops and len(items[0]) == 1:  # one simple command: the common case, kept short
+        got = _command(items[0][0], None, facts)
+        if isinstance(got, J):
+            words = tuple(t.value for t in items[0][0] if type(t) is Word)  # type: ignore[union-attr]
+            return Verdict("reject", got.reason, got.hint, words[0].rsplit("/", 1)[-1] if words else None, words)
+        command, j, program, part_paths = got
+        plan = CommandList((Pipeline((command,)),))
+        return Verdict(j.verdict, j.reason, None, program, command.argv, plan, j.destructive, tuple(part_paths))  # type: ignore[arg-type]
     cd = _cd(items[0], ops, facts)
     if isinstance(cd, J):
         return Verdict("reject", cd.reason, cd.hint, "cd")
@@ -238,7 +246,7 @@ def judge_tokens(
     (k, part), j, program, argv = worst
     name = f"part {k} of {total} (`{_show(part, s)}`)" if total > 1 else ""
     plan = CommandList(tuple(pipelines), tuple(ops), cwd)  # type: ignore[arg-type]
-    lost = any(c.destructive for c in plan.all_commands())
+    lost = any(c.destructive for p in pipelines for c in p.commands)
     if total > 1:
         reason = f"{total} parts; the strictest is {name}: {j.reason}"
         if lost and not j.destructive:

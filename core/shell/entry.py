@@ -10,7 +10,7 @@ from __future__ import annotations
 from core.shell.compound import judge_tokens, split_tokens
 from core.shell.facts import WorkspaceFacts
 from core.shell.lexer import FAST_COMMAND, FAST_WORD
-from core.shell.parser_check import bashlex_check
+from core.shell.parser_check import bashlex_check, bashlex_check_plain
 from core.shell.quoting import bashlex_trap, unquote
 from core.shell.tokens import Token, Word, tokenize, word_new
 from core.shell.verdict import H_PLAIN, J, Verdict
@@ -51,17 +51,18 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
             f"the command has too many words and operators ({len(tokens)}, at most {MAX_TOKENS})",
             "split it into several bash calls, or pass long lists through a file",
         )
-    words = [t for t in tokens if isinstance(t, Word)]
+    plain = skeleton is s and not any(type(t) is not Word for t in tokens)  # one command of words
+    words = tokens if plain else [t for t in tokens if type(t) is Word]
     if "$" in skeleton or "`" in skeleton or "(" in skeleton:
-        problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])
+        problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])  # type: ignore[union-attr]
         if problem is not None:
-            return _rejected(problem, words)
+            return _rejected(problem, words)  # type: ignore[arg-type]
     split = split_tokens(tokens)
     if isinstance(split, J):
-        return _rejected(split, words)
-    problem = bashlex_check(skeleton, tokens)
+        return _rejected(split, words)  # type: ignore[arg-type]
+    problem = bashlex_check_plain(skeleton, words) if plain else bashlex_check(skeleton, tokens)  # type: ignore[arg-type]
     if problem is not None:
-        return _rejected(problem, words)
+        return _rejected(problem, words)  # type: ignore[arg-type]
     return judge_tokens(split, s, facts)
 
 

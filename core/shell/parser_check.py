@@ -96,3 +96,19 @@ def bashlex_check(skeleton: str, tokens: list[Token]) -> J | None:
     return None
 
 
+def bashlex_check_plain(skeleton: str, words: list[Word]) -> J | None:
+    """``bashlex_check`` for one command made of words only (the common case):
+    bashlex must see one command whose plain words sit at the same spans."""
+    try:
+        trees = bashlex.parse(skeleton)
+    except Exception as exc:  # bashlex raises many exception types: fail closed on all
+        return rej(
+            f"the command could not be parsed safely ({type(exc).__name__}: {str(exc)[:120]})",
+            H_PLAIN,
+        )
+    if len(trees) != 1 or trees[0].kind != "command" or len(trees[0].parts) != len(words):
+        return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
+    for node, word in zip(trees[0].parts, words):
+        if node.kind != "word" or getattr(node, "parts", None) or tuple(node.pos) != (word.start, word.end):
+            return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
+    return None

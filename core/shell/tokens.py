@@ -325,17 +325,19 @@ def _bodies(s: str, i: int, pending: list, out: list[Token], patches: list) -> i
     return i
 
 
-_ALL_SIMPLE = re.compile("(?:" + _SIMPLE.pattern + ")*")
-
-
-def _simple_tokens(s: str) -> list[Token]:
-    """Tokens of a command made only of the common tokens (one regex pass)."""
+def _simple_tokens(s: str) -> list[Token] | None:
+    """Tokens of a command made only of the common tokens (one regex pass), or
+    None when something else appears (the general loop takes over)."""
     out: list[Token] = []
+    end = 0
     for m in _SIMPLE.finditer(s):
+        a, b = m.span()
+        if a != end:
+            return None
+        end = b
         kind = m.lastgroup
         if kind == "space":
             continue
-        a, b = m.span()
         if kind == "word":
             out.append(word_new((a, b, unquote(m.group()), False)))
         elif kind == "op":
@@ -347,7 +349,7 @@ def _simple_tokens(s: str) -> list[Token]:
         else:
             fd = m.group("nullfd")
             out.append(Redir(a, b, -1 if fd == "&" else int(fd or 1), ">", "/dev/null"))
-    return out
+    return out if end == len(s) else None
 
 
 def tokenize(s: str) -> tuple[list[Token], str] | J:
@@ -356,8 +358,9 @@ def tokenize(s: str) -> tuple[list[Token], str] | J:
     patches: list[tuple[int, int, str]] = []
     pending: list = []
     n, i = len(s), 0
-    if _ALL_SIMPLE.fullmatch(s):
-        return _simple_tokens(s), s
+    simple = _simple_tokens(s)
+    if simple is not None:
+        return simple, s
     while i < n:
         m = _SIMPLE.match(s, i)  # the common tokens, without the character-by-character path
         if m is not None:
