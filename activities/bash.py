@@ -63,14 +63,19 @@ from core.contracts import ToolRequest, ToolResult
 from core.tool_specs import BASH, MAX_BASH_TIMEOUT_S, BashArgs
 
 try:  # the workspace-aware validator (realpaths, repository-configured toolchains)
-    from activities.command_facts import validate_in_workspace as _validate
-except ModuleNotFoundError as _missing:  # not on this branch yet: the pure validator
-    if _missing.name != "activities.command_facts":
+    from activities import command_facts as _facts
+except ImportError as _missing:  # not on this branch yet: the pure validator
+    if getattr(_missing, "name", None) != "activities.command_facts" and "command_facts" not in str(_missing):
         raise  # the module exists but is broken: fail, never fall back to weaker rules silently
+    _facts = None  # type: ignore[assignment]
     from core.shell_validator import validate_command
 
-    def _validate(command: str, workspace_root: str):  # type: ignore[no-untyped-def]
-        return validate_command(command)
+
+def _validate(command: str, workspace_root: str):  # type: ignore[no-untyped-def]
+    # Looked up at call time, so a deployment (or a test) replacing the rules is followed.
+    if _facts is not None:
+        return _facts.validate_in_workspace(command, workspace_root)
+    return validate_command(command)
 
 
 log = logging.getLogger(__name__)
