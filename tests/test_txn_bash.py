@@ -56,3 +56,28 @@ async def test_without_capture_the_result_is_marked_and_kept(workspace: Path, mo
     assert r.metadata["capture"] == "unavailable" and "AGENT_TOOLS_TXN=off" in r.metadata["capture_reason"]
     prior = bash_txn.prior_attempt(str(workspace), "t1", "c1")
     assert not prior.safe_to_run and prior.result is not None and prior.result["exit_code"] == 0
+
+
+async def test_a_preview_that_changes_nothing_is_not_run_again_on_approval(workspace: Path) -> None:
+    from activities.bash import run_bash_preview
+
+    (workspace / "quiet.sh").write_text("od -An -N8 -tx8 /dev/urandom\n")
+    shown = await run_bash_preview(*request(workspace, "sh quiet.sh"))
+    assert shown.metadata["capture"] == "no-changes" and "would change no files" in shown.output
+    approved = await run_bash(*request(workspace, "sh quiet.sh"))
+    assert approved.metadata["txn_mode"] == "previewed" and "not run again" in approved.output
+    assert shown.output.split()[0] == approved.output.split()[0]  # the same random number: one run
+
+
+async def test_a_preview_shows_the_diff_and_approval_applies_it(workspace: Path) -> None:
+    from activities.bash import run_bash_preview
+
+    (workspace / "log.txt").write_text("start\n")
+    shown = await run_bash_preview(*request(workspace, "echo appended >> log.txt"))
+    assert shown.metadata["capture"] == "previewed" and "+appended" in shown.output
+    assert (workspace / "log.txt").read_text() == "start\n"
+    again = await run_bash_preview(*request(workspace, "echo appended >> log.txt"))  # a retried preview
+    assert "+appended" in again.output
+    approved = await run_bash(*request(workspace, "echo appended >> log.txt"))
+    assert approved.metadata["capture"] == "applied", approved
+    assert (workspace / "log.txt").read_text() == "start\nappended\n"
