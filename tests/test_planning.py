@@ -190,3 +190,112 @@ def test_call_documents_openai_anthropic_and_errors() -> None:
         calls_from_document([{"foo": 1}])
     with pytest.raises(CallDocumentError, match="no tool calls"):
         calls_from_document({"content": [{"type": "text", "text": "hi"}]})
+
+
+# ----------------------------------------------------------- recorded plans
+from core.contracts import TurnPlan  # noqa: E402
+from core.planning import MAX_WAVE_CALLS, make_plan, planned_arguments  # noqa: E402
+
+
+def plan_of(calls: list[ToolCall], policy: Policy | None = None) -> TurnPlan:
+    return make_plan(calls, policy or Policy(mode="auto"), validate_command)
+
+
+def test_plan_records_decisions_and_keeps_only_arguments_that_were_repaired() -> None:
+    repaired = ToolCall(id="c1", name="read_file", arguments='{"path": "a.py",}')
+    plan = plan_of([READ(0), repaired, call(2, "bash", command="pytest -q", timeout_seconds=7)], Policy())
+    first, second, third = plan.calls
+    assert first.arguments is None and planned_arguments(first, READ(0)) == {"path": "a.py"}
+    assert second.arguments is not None and second.arguments["path"] == "a.py"
+    assert (third.action, third.verdict, third.bash_timeout_seconds) == ("ask", "ask", 7)
+    assert [(s.parallel, s.indices) for s in plan.stages] == [(True, [0, 1]), (False, [2])]
+    # The plan is data: it round-trips through JSON exactly.
+    assert TurnPlan.model_validate_json(plan.model_dump_json()) == plan
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        ('{"path": "a\\ud800.txt"}', "invalid Unicode"),
+        ({"path": "a\ud800.txt"}, "invalid Unicode"),
+        ("[" * 5000 + "]" * 5000, "not valid JSON"),
+        ({"path": "a", "x": json.loads("[" * 100 + "]" * 100)}, "nested more than"),
+        ("42", "got a JSON int"),
+    ],
+)
+def test_no_input_wedges_planning_each_becomes_an_error_result(arguments: object, expected: str) -> None:
+    plan = plan_of([ToolCall(id="c0", name="read_file", arguments=arguments), READ(1)])  # type: ignore[arg-type]
+    bad, good = plan.calls
+    assert bad.early_result is not None and expected in bad.early_result.output
+    bad.early_result.output.encode()  # what reaches the model is valid UTF-8
+    assert good.early_result is None
+
+
+def test_a_call_whose_planning_raises_is_an_error_result_and_the_rest_is_planned() -> None:
+    def validator(command: str):  # type: ignore[no-untyped-def]
+        if command == "boom":
+            raise RuntimeError("validator bug")
+        return validate_command(command)
+
+    plan = make_plan([call(0, "bash", command="boom"), READ(1)], Policy(mode="auto"), validator)
+    assert plan.calls[0].early_result is not None
+    assert "could not be planned (RuntimeError: validator bug)" in plan.calls[0].early_result.output
+    assert plan.calls[1].early_result is None
+
+
+def test_a_huge_parallel_stage_runs_in_waves() -> None:
+    plan = plan_of([READ(i) for i in range(MAX_WAVE_CALLS * 2 + 1)])
+    assert [len(s.indices) for s in plan.stages] == [MAX_WAVE_CALLS, MAX_WAVE_CALLS, 1]
+    assert all(s.parallel for s in plan.stages)
+
+
+# ------------------------------------------------- escaping for approvers
+from core.contracts import PendingCall  # noqa: E402
+from core.formatting import describe_pending_call, render_text, shown  # noqa: E402
+
+ATTACK = "ok\x1b[2J\x1b[1;1Hall clear\rfake\u202eevil\u200b\x07"
+
+
+def _no_raw_controls(text: str) -> None:
+    assert not any(ch in text for ch in "\x1b\r\x07\u202e\u200b"), repr(text)
+
+
+@pytest.mark.parametrize(
+    "name, arguments",
+    [
+        ("write_file", {"path": "a\x1b.txt", "content": ATTACK + "\nsecond " + ATTACK + "\n"}),
+        ("edit_file", {"path": "a.txt", "old_string": ATTACK, "new_string": "x" + ATTACK}),
+        ("bash", {"command": "echo " + ATTACK, "timeout_seconds": 5}),
+        ("grep", {"pattern": ATTACK}),
+    ],
+)
+def test_approval_views_show_control_characters_escaped(name: str, arguments: dict) -> None:  # type: ignore[type-arg]
+    pending = PendingCall(index=0, tool_call_id="c\x1b0", name=name, arguments=arguments, reason="why " + ATTACK)
+    text = describe_pending_call(pending, validate_command)
+    _no_raw_controls(text)
+    assert "\\x1b[2J" in text and "\\u202e" in text
+
+
+def test_results_progress_and_pending_lists_are_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    import client
+    from core.contracts import CallProgress, TurnProgress, TurnStatus
+
+    result = ToolResult.ok("c0", "read_file", ATTACK + "\nline 2", metadata={"k": ATTACK})
+    _no_raw_controls(render_text(result, 0))
+    progress = TurnProgress(
+        turn_id="t",
+        status=TurnStatus.PAUSED,
+        batch_digest="d",
+        calls=[CallProgress(index=0, tool_call_id="c0", name="write_file", state="pending")],
+        pending=[PendingCall(index=0, tool_call_id="c0", name="write_file", arguments={}, reason=ATTACK)],
+    )
+    client.print_progress(progress, as_json=False)
+    _no_raw_controls(capsys.readouterr().out)
+    assert shown("tab\tand\nnewline", keep="\n") == "tab\\x09and\nnewline"
+
+
+def test_a_call_id_with_a_lone_surrogate_cannot_make_the_plan_unencodable() -> None:
+    plan = plan_of([ToolCall(id="c\ud800", name="read_file", arguments="{}"), READ(1)])
+    text = plan.model_dump_json()  # would raise for a raw surrogate
+    assert "c\\\\ud800" in text
+    assert plan.calls[0].early_result is not None and plan.calls[1].early_result is None

@@ -144,7 +144,7 @@ async def test_parallel_stage_is_really_concurrent(client: Client, workspace: Pa
 
     calls = [call(i, "grep", pattern=f"p{i}") for i in range(4)]
     turn = turn_input(workspace, task_queue, calls, options=TurnOptions(execution="remote"))
-    async with Worker(client, task_queue=task_queue, workflows=[AgentTurnWorkflow], activities=[barrier_grep]):
+    async with build_worker(client, task_queue=task_queue, workspace=None, extra_activities=[barrier_grep]):
         result = await run_turn(client, turn)
     assert [r.output for r in result.results] == ["met the others"] * 4
 
@@ -177,8 +177,8 @@ async def test_infrastructure_failure_cancels_the_rest_of_its_parallel_stage(
 
     calls = [call(0, "read_file", path="x"), call(1, "grep", pattern="a"), call(2, "glob", pattern="*")]
     turn = turn_input(workspace, task_queue, calls, options=TurnOptions(execution="remote"))
-    async with Worker(
-        client, task_queue=task_queue, workflows=[AgentTurnWorkflow], activities=[broken_glob, slow_grep, fine_read]
+    async with build_worker(
+        client, task_queue=task_queue, workspace=None, extra_activities=[broken_glob, slow_grep, fine_read]
     ):
         result = await run_turn(client, turn)
     assert [r.status for r in result.results] == [ToolStatus.ERROR, ToolStatus.CANCELLED, ToolStatus.ERROR]
@@ -239,8 +239,9 @@ async def test_local_activities_when_the_workflow_worker_holds_the_workspace(
         markers = sum(e.HasField("marker_recorded_event_attributes") for e in history.events)
         return remote_n, markers
 
-    assert await scheduled_kinds(local.turn_id) == (0, 2)
-    assert await scheduled_kinds(remote.turn_id) == (2, 0)
+    # Both record two markers before any tool: the recorded-plan patch and the plan.
+    assert await scheduled_kinds(local.turn_id) == (0, 2 + 2)
+    assert await scheduled_kinds(remote.turn_id) == (2, 0 + 2)
 
 
 async def test_snapshots_carry_from_turn_to_turn_and_catch_conflicts(
@@ -329,7 +330,7 @@ async def test_oversized_result_is_an_error_naming_the_tool_and_not_retried(
         return ToolResult.ok(request.call_id, "glob", "x" * (3 * 1024 * 1024))
 
     turn = turn_input(workspace, task_queue, [call(0, "glob", pattern="**")], options=TurnOptions(execution="remote"))
-    async with Worker(client, task_queue=task_queue, workflows=[AgentTurnWorkflow], activities=[huge_glob]):
+    async with build_worker(client, task_queue=task_queue, workspace=None, extra_activities=[huge_glob]):
         result = await run_turn(client, turn)
     [only] = result.results
     assert only.is_error and only.metadata["failure"] == "payload_too_large"
@@ -351,3 +352,55 @@ async def test_tool_wrapper_bounds_any_oversized_output(workspace: Path) -> None
     saved = workspace / result.metadata["full_output"]
     assert saved.read_text() == "line\n" * 200_000
     assert "full output saved to .agent-artifacts/" in result.output
+
+
+@pytest.mark.parametrize("execution", ["local", "remote"])
+async def test_a_tool_that_raises_is_an_error_result_and_the_batch_runs_on(
+    client: Client, workspace: Path, task_queue: str, execution: str
+) -> None:
+    from activities.base import tool_activity
+
+    def raising_glob(request: ToolRequest, args: object) -> ToolResult:
+        raise OSError(36, "File name too long")
+
+    (workspace / "a.txt").write_text("a\n")
+    calls = [call(0, "glob", pattern="x" * 300 + "/*"), call(1, "read_file", path="a.txt"),
+             call(2, "write_file", path="b.txt", content="b\n")]
+    turn = turn_input(workspace, task_queue, calls, options=TurnOptions(execution=execution))
+    async with build_worker(
+        client, task_queue=task_queue, workspace=str(workspace), extra_activities=[tool_activity("glob", raising_glob)]
+    ):
+        result = await run_turn(client, turn)
+    assert result.status == TurnStatus.COMPLETED
+    assert [r.status for r in result.results] == [ToolStatus.ERROR, ToolStatus.OK, ToolStatus.OK]
+    assert "glob failed: OSError: [Errno 36] File name too long" in result.results[0].output
+    assert result.results[0].metadata["failure"] == "tool_exception"
+
+
+async def test_twenty_long_bash_commands_plan_outside_the_workflow_task(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """Validation used to run inside the workflow task: 20 commands of 10,000
+    characters tripped the deadlock detector. Now it runs in plan_turn."""
+    command = "echo " + " ".join(["word"] * 2000)
+    calls = [call(i, "bash", command=command[:10_000]) for i in range(20)]
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        result = await run_turn(client, turn_input(workspace, task_queue, calls))
+    assert result.status == TurnStatus.COMPLETED
+    assert len(result.results) == 20 and all(r.status in (ToolStatus.OK, ToolStatus.ERROR) for r in result.results)
+
+
+async def test_add_to_worker_puts_turns_into_an_existing_worker(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    from runtime.api import TurnClient, add_to_worker, build_turn_input
+
+    (workspace / "a.txt").write_text("from an existing worker\n")
+    options = add_to_worker({"task_queue": task_queue}, workspace_root=str(workspace))
+    turn = build_turn_input(
+        workspace_root=str(workspace), task_queue=task_queue, tool_calls=[call(0, "read_file", path="a.txt")],
+        policy=Policy(mode="auto"),
+    )
+    async with Worker(client, **options):
+        result = await TurnClient(client).run_turn(turn)
+    assert "from an existing worker" in result.results[0].output
