@@ -248,7 +248,7 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
         if started.mode in ("resume", "done"):  # a retry after a lost worker: finish, never run again
             done = await asyncio.to_thread(txn.resume, root, turn_id, request.call_id)
             meta.update(done.metadata, txn_mode=started.mode)
-            return _from_stored(request, done.stored, meta, done.text, done.is_error)
+            return _from_stored(request, done.stored, meta, _notes(done), done.is_error)
         if started.mode == "previewed":
             return await _previewed(request, root, turn_id, meta, preview)
         nochange = bash_txn.load_nochange_preview(root, turn_id, request.call_id)
@@ -325,7 +325,7 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
         meta["changed_files"] = str(len(done.changed))
     if preview and done.capture == "no-changes":
         await asyncio.to_thread(bash_txn.store_nochange_preview, root, turn_id, request.call_id, stored)
-    extra = done.text
+    extra = done.text if preview else _notes(done)
     if preview and done.capture == "no-changes":
         extra = bash_txn.join_text(extra, "[Preview: the command would change no files.]")
     make = ToolResult.error if (is_error or done.is_error) else ToolResult.ok
@@ -357,7 +357,18 @@ async def _previewed(request: ToolRequest, root: str, turn_id: str, meta: dict[s
             "if it is still wanted.]"
         )
         return ToolResult.error(request.call_id, BASH, text, metadata=meta)
-    return _from_stored(request, done.stored, meta, done.text, done.is_error)
+    return _from_stored(request, done.stored, meta, _notes(done), done.is_error)
+
+
+def _notes(done: txn.TxnResult) -> str:
+    """What the capture adds to the command's own output: nothing when its
+    changes were simply applied (the output stays what bash printed; the
+    metadata says capture=applied, changed_files=N), otherwise why not, and
+    any notice (a pre-image not kept, a path not applied)."""
+    if done.capture != "applied":
+        return done.text
+    cut = done.text.find("]\n[")  # after the "[Changes applied ...]" headline
+    return done.text[cut + 2:] if cut >= 0 else ""
 
 
 def _finished(outcome: ExecOutcome) -> bool:
