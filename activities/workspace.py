@@ -13,6 +13,8 @@ import secrets
 import stat
 from pathlib import Path
 
+from activities.artifacts import prune_artifacts
+
 ARTIFACTS_DIR = ".agent-artifacts"
 
 
@@ -84,6 +86,7 @@ def save_artifact(root: str | Path, call_id: str, label: str, data: str | bytes)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
+    prune_artifacts(root, keep=rel)  # hook (bash helper): the retention rule, activities/artifacts.py
     return rel
 
 

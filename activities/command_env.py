@@ -1,0 +1,82 @@
+"""The environment a bash command gets: an allowlist (no host secret reaches
+the command), a PATH without folders the command could plant programs in, and
+git settings that neutralise a repository's own program-running config."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+SANDBOX_HOME = "/tmp/home"  # HOME inside the sandbox (its /tmp is a private tmpfs)
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def command_path(workspace: str, worker_path: str | None = None) -> str:
+    """The worker's PATH without entries a command could plant programs in:
+    relative entries ("" and "." mean the cwd, i.e. the workspace) and folders
+    inside the workspace. Otherwise a read-only-looking ``ls`` could run a
+    script the model wrote."""
+    raw = os.environ.get("PATH", DEFAULT_PATH) if worker_path is None else worker_path
+    root = os.path.realpath(workspace)
+    kept: list[str] = []
+    for entry in raw.split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue
+        if _inside(os.path.realpath(entry), root) or entry in kept:
+            continue
+        kept.append(entry)
+    return os.pathsep.join(kept) or DEFAULT_PATH
+
+
+def command_env(workspace: str, home: str, tmpdir: str) -> dict[str, str]:
+    """The whole environment a command gets: an allowlist, nothing inherited
+    except a filtered PATH (API keys, tokens and the like never reach it)."""
+    return {
+        "PATH": command_path(workspace),
+        "HOME": home,
+        "TMPDIR": tmpdir,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "PAGER": "cat",
+        "GIT_PAGER": "cat",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_EDITOR": "true",  # `git commit` without -m aborts instead of waiting for an editor
+        "CI": "1",
+        "NO_COLOR": "1",
+        "PIP_NO_INPUT": "1",
+        "DEBIAN_FRONTEND": "noninteractive",
+        # No __pycache__ litter in the workspace; prints reach us at once and in
+        # order with stderr (both go to one pipe).
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        # A repository's own .git/config can name programs that even a
+        # read-only `git status` would run (fsmonitor, hooks, pagers, ext::
+        # transports). Config from the environment outranks the repository's.
+        **_GIT_SAFE_CONFIG,
+    }
+
+
+_GIT_SAFE_SETTINGS = {
+    "core.fsmonitor": "false",
+    "core.hooksPath": "/dev/null",
+    "core.pager": "cat",
+    "protocol.ext.allow": "never",
+    "credential.helper": "",
+}
+_GIT_SAFE_CONFIG = {"GIT_CONFIG_COUNT": str(len(_GIT_SAFE_SETTINGS))}
+for _i, (_key, _value) in enumerate(_GIT_SAFE_SETTINGS.items()):
+    _GIT_SAFE_CONFIG[f"GIT_CONFIG_KEY_{_i}"] = _key
+    _GIT_SAFE_CONFIG[f"GIT_CONFIG_VALUE_{_i}"] = _value
+
+
+def resolve_program(program: str, path: str, cwd: str) -> str | None:
+    if "/" in program:
+        candidate = program if os.path.isabs(program) else os.path.join(cwd, program)
+        return candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None
+    return shutil.which(program, path=path)
+
