@@ -8,6 +8,7 @@ from temporalio import activity
 
 from activities.base import tool_activity
 from activities.bash import run_bash
+from activities.plan import build_plan_activity
 from activities.files import edit_file, read_file, write_file
 from activities.search import glob_files, grep
 from core.contracts import Policy
@@ -20,7 +21,8 @@ def build_activities(
 ) -> list[Callable[..., Any]]:
     """Every tool as an activity (type = tool name), confined to
     ``workspace_root`` when given, plus the activity that tells a turn without
-    an explicit policy what this worker's default is."""
+    an explicit policy what this worker's default is (turns recorded before
+    plans were) and the one that records a turn's plan."""
     policy = default_policy or Policy()
 
     @activity.defn(name=DEFAULT_POLICY_ACTIVITY)
@@ -36,4 +38,4 @@ def build_activities(
         tool_activity(BASH, run_bash, in_thread=False, allowed_root=workspace_root),
     ]
     assert {a.__temporal_activity_definition.name for a in tools} == set(TOOLS)  # type: ignore[attr-defined]
-    return [*tools, default_policy_activity]
+    return [*tools, default_policy_activity, build_plan_activity(policy)]

@@ -128,6 +128,56 @@ def _jsonable(value: Any) -> bool:
     return True
 
 
+# Deeper than any real tool's arguments; deep enough that walking it stays cheap.
+MAX_ARGUMENT_DEPTH = 64
+
+
+def _lone_surrogate(text: str) -> int:
+    """Position of the first lone surrogate (not encodable as UTF-8), or -1."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return -1
+
+
+def input_problem(raw: Any) -> str | None:
+    """What makes raw arguments unusable before any parsing: invalid Unicode
+    (a lone surrogate cannot be sent on to an activity and used to wedge the
+    workflow task) or nesting deeper than any tool takes. Walks iteratively,
+    so a 100,000-deep document cannot exhaust the stack."""
+    value: Any = raw
+    if isinstance(raw, str):
+        if _lone_surrogate(raw) >= 0:
+            return "the arguments contain invalid Unicode (a lone surrogate); send valid UTF-8 text"
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None  # the parser reports it (with a repair attempt)
+    stack: list[tuple[Any, int, str]] = [(value, 0, "")]
+    while stack:
+        item, depth, where = stack.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            return f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep; tool arguments are flat"
+        if isinstance(item, str):
+            pos = _lone_surrogate(item)
+            if pos >= 0:
+                field = where or "(arguments)"
+                return (
+                    f"{field} contains invalid Unicode (a lone surrogate U+{ord(item[pos]):04X} at "
+                    f"character {pos}); send valid UTF-8 text"
+                )
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                name = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and _lone_surrogate(key) >= 0:
+                    return "a field name contains invalid Unicode (a lone surrogate)"
+                stack.append((sub, depth + 1, ascii(name)[1:-1]))
+        elif isinstance(item, list):
+            stack.extend((sub, depth + 1, f"{where}[{i}]") for i, sub in enumerate(item))
+    return None
+
+
 def parse_tool_arguments(tool: str, raw: Any) -> ToolArgs | str:
     """The whole pipeline: look up, decode (with repair), validate.
     Returns the parameter model or an error message for the model."""

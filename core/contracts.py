@@ -79,6 +79,10 @@ class ToolRequest(BaseModel):
     arguments: dict[str, Any]
     # The snapshot this session holds for the target path (write/edit only).
     snapshot: Snapshot | None = None
+    # The turn (workflow id) this call belongs to: with call_id, the key under
+    # which an unsafe tool journals that it has applied its effect, so a retry
+    # after a crash can tell it already happened.
+    turn_id: str = ""
 
 
 class Workspace(BaseModel):
@@ -185,3 +189,46 @@ class TurnResult(BaseModel):
     anthropic_blocks: list[dict[str, Any]]
     snapshots: list[Snapshot]
     decision: DecisionRecord | None = None
+
+
+class PlannedCall(BaseModel):
+    """One call as the recorded plan settled it. Everything here was decided
+    by code that may change between builds (argument repair and validation,
+    the shell validator, the risk policy, the tool specs); the workflow only
+    reads it back."""
+
+    index: int
+    call_id: str
+    name: str
+    # The validated arguments when they differ from what json.loads(call
+    # arguments) gives (repaired JSON); None: decode the call's own arguments.
+    # Keeps the recorded plan small for big batches.
+    arguments: dict[str, Any] | None = None
+    concurrency_safe: bool = False
+    action: Literal["allow", "ask", "deny"] = "allow"
+    reason: str = ""
+    verdict: str | None = None  # bash: allow | ask | reject
+    bash_timeout_seconds: int | None = None
+    path: str | None = None  # the file tool's path argument (snapshots)
+    # Set when the call is settled without running (bad input, rejection, denial).
+    early_result: ToolResult | None = None
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.early_result is None and self.action == "ask"
+
+
+class PlannedStage(BaseModel):
+    parallel: bool
+    indices: list[int]
+
+
+class TurnPlan(BaseModel):
+    """The recorded plan of a turn (the result of the plan_turn local activity)."""
+
+    batch_digest: str
+    policy: Policy
+    calls: list[PlannedCall]
+    stages: list[PlannedStage]
+    # Which rules made the plan, for the operator reading a history.
+    planned_by: str = ""

@@ -1,6 +1,7 @@
 """Record workflow histories of real runs for the replay tests.
 
-    python -m tests.record_histories
+    python -m tests.record_histories            # every scenario but the first release's
+    python -m tests.record_histories NAME ...   # just these
 
 Runs each scenario on a fresh dev server with a real worker and real files,
 then writes tests/histories/<scenario>.json. Re-record after an intentional,
@@ -28,11 +29,17 @@ from tests.support import call
 HISTORIES = Path(__file__).parent / "histories"
 # Scenarios recorded with local activities (the rest use regular ones), so
 # replay covers both kinds of command.
-LOCAL = {"safe_only", "read_after_write", "paused_then_approved"}
+LOCAL = {"safe_only", "read_after_write", "paused_then_approved", "plan_paused_then_approved", "plan_default_policy"}
+# Recorded by the first release, which planned inside the workflow. They stay
+# as they are (never re-recorded): they prove that turns started by that
+# release still replay. The plan_* scenarios follow a recorded plan.
+FIRST_RELEASE = {"safe_only", "mixed_failure_skips", "unknown_tool", "read_after_write", "paused_then_approved", "rejected"}
+APPROVED = {"paused_then_approved", "plan_paused_then_approved"}
+REJECTED = {"rejected", "plan_rejected"}
 QUEUE = "record-histories"
 
 
-SCENARIOS: dict[str, tuple[list[ToolCall], Policy]] = {
+SCENARIOS: dict[str, tuple[list[ToolCall], Policy | None]] = {
     "safe_only": (
         [call(0, "read_file", path="app.py"), call(1, "grep", pattern="def "), call(2, "glob", pattern="**/*.py")],
         Policy(mode="auto"),
@@ -72,6 +79,36 @@ SCENARIOS: dict[str, tuple[list[ToolCall], Policy]] = {
     "rejected": (
         [call(0, "write_file", path="x.txt", content="x\n"), call(1, "bash", command="make")],
         Policy(mode="ask-writes"),
+    ),
+    "plan_paused_then_approved": (
+        [
+            call(0, "read_file", path="app.py"),
+            call(1, "edit_file", path="app.py", old_string="return 1", new_string="return 2"),
+            call(2, "bash", command="python3 app.py"),
+            call(3, "bash", command="ls"),
+        ],
+        Policy(mode="ask-writes"),
+    ),
+    "plan_mixed_failure_skips": (
+        [
+            call(0, "read_file", path="app.py"),
+            call(1, "write_file", path="out.txt", content="first\n"),
+            call(2, "bash", command="python3 fail.py"),
+            call(3, "write_file", path="never.txt", content="skipped\n"),
+            call(4, "glob", pattern="*.txt"),
+            ToolCall(id="call_5", name="read_file", arguments='{"path": "app.py",}'),  # repaired JSON
+            call(6, "bash", command="rm -rf /"),
+        ],
+        Policy(mode="auto"),
+    ),
+    "plan_rejected": (
+        [call(0, "write_file", path="x.txt", content="x\n"), call(1, "bash", command="make")],
+        Policy(mode="ask-writes"),
+    ),
+    # No policy in the input: the worker's default (ask-writes) is part of the plan.
+    "plan_default_policy": (
+        [call(0, "read_file", path="app.py"), call(1, "glob", pattern="*.py")],
+        None,
     ),
 }
 
@@ -122,8 +159,8 @@ async def record(names: list[str]) -> None:
                     handle = await env.client.start_workflow(
                         AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=QUEUE, result_type=TurnResult
                     )
-                    if name in ("paused_then_approved", "rejected"):
-                        await _decide_when_paused(env.client, turn.turn_id, approve=name != "rejected")
+                    if name in APPROVED | REJECTED:
+                        await _decide_when_paused(env.client, turn.turn_id, approve=name in APPROVED)
                     result = await handle.result()
                 history = await handle.fetch_history()
             (HISTORIES / f"{name}.json").write_text(history.to_json())
@@ -133,7 +170,7 @@ async def record(names: list[str]) -> None:
 
 
 def main() -> None:
-    names = sys.argv[1:] or list(SCENARIOS)
+    names = sys.argv[1:] or [n for n in SCENARIOS if n not in FIRST_RELEASE]
     asyncio.run(record(names))
     sys.stdout.flush()
     os._exit(0)

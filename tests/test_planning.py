@@ -190,3 +190,60 @@ def test_call_documents_openai_anthropic_and_errors() -> None:
         calls_from_document([{"foo": 1}])
     with pytest.raises(CallDocumentError, match="no tool calls"):
         calls_from_document({"content": [{"type": "text", "text": "hi"}]})
+
+
+# ----------------------------------------------------------- recorded plans
+from core.contracts import TurnPlan  # noqa: E402
+from core.planning import MAX_WAVE_CALLS, make_plan, planned_arguments  # noqa: E402
+
+
+def plan_of(calls: list[ToolCall], policy: Policy | None = None) -> TurnPlan:
+    return make_plan(calls, policy or Policy(mode="auto"), validate_command)
+
+
+def test_plan_records_decisions_and_keeps_only_arguments_that_were_repaired() -> None:
+    repaired = ToolCall(id="c1", name="read_file", arguments='{"path": "a.py",}')
+    plan = plan_of([READ(0), repaired, call(2, "bash", command="pytest -q", timeout_seconds=7)], Policy())
+    first, second, third = plan.calls
+    assert first.arguments is None and planned_arguments(first, READ(0)) == {"path": "a.py"}
+    assert second.arguments is not None and second.arguments["path"] == "a.py"
+    assert (third.action, third.verdict, third.bash_timeout_seconds) == ("ask", "ask", 7)
+    assert [(s.parallel, s.indices) for s in plan.stages] == [(True, [0, 1]), (False, [2])]
+    # The plan is data: it round-trips through JSON exactly.
+    assert TurnPlan.model_validate_json(plan.model_dump_json()) == plan
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        ('{"path": "a\\ud800.txt"}', "invalid Unicode"),
+        ({"path": "a\ud800.txt"}, "invalid Unicode"),
+        ("[" * 5000 + "]" * 5000, "not valid JSON"),
+        ({"path": "a", "x": json.loads("[" * 100 + "]" * 100)}, "nested more than"),
+        ("42", "got a JSON int"),
+    ],
+)
+def test_no_input_wedges_planning_each_becomes_an_error_result(arguments: object, expected: str) -> None:
+    plan = plan_of([ToolCall(id="c0", name="read_file", arguments=arguments), READ(1)])  # type: ignore[arg-type]
+    bad, good = plan.calls
+    assert bad.early_result is not None and expected in bad.early_result.output
+    bad.early_result.output.encode()  # what reaches the model is valid UTF-8
+    assert good.early_result is None
+
+
+def test_a_call_whose_planning_raises_is_an_error_result_and_the_rest_is_planned() -> None:
+    def validator(command: str):  # type: ignore[no-untyped-def]
+        if command == "boom":
+            raise RuntimeError("validator bug")
+        return validate_command(command)
+
+    plan = make_plan([call(0, "bash", command="boom"), READ(1)], Policy(mode="auto"), validator)
+    assert plan.calls[0].early_result is not None
+    assert "could not be planned (RuntimeError: validator bug)" in plan.calls[0].early_result.output
+    assert plan.calls[1].early_result is None
+
+
+def test_a_huge_parallel_stage_runs_in_waves() -> None:
+    plan = plan_of([READ(i) for i in range(MAX_WAVE_CALLS * 2 + 1)])
+    assert [len(s.indices) for s in plan.stages] == [MAX_WAVE_CALLS, MAX_WAVE_CALLS, 1]
+    assert all(s.parallel for s in plan.stages)

@@ -14,7 +14,6 @@ from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
 
 with workflow.unsafe.imports_passed_through():
     from core.contracts import TurnInput, TurnResult
-    from core.planning import Stage
 
 
 def load(name: str) -> WorkflowHistory:
@@ -44,8 +43,10 @@ class ReorderedTurnWorkflow(AgentTurnWorkflow):
     async def run(self, turn: TurnInput) -> TurnResult:
         return await super().run(turn)
 
-    async def _execute(self, stages: list[Stage]) -> None:
-        await super()._execute(list(reversed(stages)))
+    async def _execute(self) -> None:
+        assert self._plan is not None
+        self._plan.stages.reverse()
+        await super()._execute()
 
 
 async def test_a_nondeterministic_change_is_caught() -> None:
@@ -53,3 +54,33 @@ async def test_a_nondeterministic_change_is_caught() -> None:
     result = await replayer.replay_workflow(load("mixed_failure_skips"), raise_on_replay_failure=False)
     assert result.replay_failure is not None
     assert "Nondeterminism" in type(result.replay_failure).__name__ or "nondetermin" in str(result.replay_failure).lower()
+
+
+RECORDED_PLANS = sorted(n for n in SCENARIOS if n.startswith("plan_"))
+
+
+@pytest.mark.parametrize("name", RECORDED_PLANS)
+async def test_recorded_plans_replay_on_a_build_whose_planning_differs(name: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A turn that recorded its plan never plans again: even a build whose
+    planning would blow up (or judge differently) replays it unchanged."""
+    import core.planning
+
+    def exploding(*args: object, **kwargs: object) -> None:
+        raise AssertionError("planning ran during replay")
+
+    monkeypatch.setattr(core.planning, "prepare_call", exploding)
+    replayer = Replayer(workflows=[AgentTurnWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(load(name), raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{name}: {result.replay_failure}"
+
+
+def test_new_histories_record_their_plan_and_old_ones_do_not() -> None:
+    def markers(name: str) -> list[str]:
+        return [
+            e.marker_recorded_event_attributes.marker_name
+            for e in load(name).events
+            if e.HasField("marker_recorded_event_attributes")
+        ]
+
+    assert "core_patch" in markers("plan_default_policy")
+    assert all("core_patch" not in markers(n) for n in SCENARIOS if not n.startswith("plan_"))

@@ -144,7 +144,7 @@ async def test_parallel_stage_is_really_concurrent(client: Client, workspace: Pa
 
     calls = [call(i, "grep", pattern=f"p{i}") for i in range(4)]
     turn = turn_input(workspace, task_queue, calls, options=TurnOptions(execution="remote"))
-    async with Worker(client, task_queue=task_queue, workflows=[AgentTurnWorkflow], activities=[barrier_grep]):
+    async with build_worker(client, task_queue=task_queue, workspace=None, extra_activities=[barrier_grep]):
         result = await run_turn(client, turn)
     assert [r.output for r in result.results] == ["met the others"] * 4
 
@@ -177,8 +177,8 @@ async def test_infrastructure_failure_cancels_the_rest_of_its_parallel_stage(
 
     calls = [call(0, "read_file", path="x"), call(1, "grep", pattern="a"), call(2, "glob", pattern="*")]
     turn = turn_input(workspace, task_queue, calls, options=TurnOptions(execution="remote"))
-    async with Worker(
-        client, task_queue=task_queue, workflows=[AgentTurnWorkflow], activities=[broken_glob, slow_grep, fine_read]
+    async with build_worker(
+        client, task_queue=task_queue, workspace=None, extra_activities=[broken_glob, slow_grep, fine_read]
     ):
         result = await run_turn(client, turn)
     assert [r.status for r in result.results] == [ToolStatus.ERROR, ToolStatus.CANCELLED, ToolStatus.ERROR]
@@ -239,8 +239,9 @@ async def test_local_activities_when_the_workflow_worker_holds_the_workspace(
         markers = sum(e.HasField("marker_recorded_event_attributes") for e in history.events)
         return remote_n, markers
 
-    assert await scheduled_kinds(local.turn_id) == (0, 2)
-    assert await scheduled_kinds(remote.turn_id) == (2, 0)
+    # Both record two markers before any tool: the recorded-plan patch and the plan.
+    assert await scheduled_kinds(local.turn_id) == (0, 2 + 2)
+    assert await scheduled_kinds(remote.turn_id) == (2, 0 + 2)
 
 
 async def test_snapshots_carry_from_turn_to_turn_and_catch_conflicts(
@@ -329,7 +330,7 @@ async def test_oversized_result_is_an_error_naming_the_tool_and_not_retried(
         return ToolResult.ok(request.call_id, "glob", "x" * (3 * 1024 * 1024))
 
     turn = turn_input(workspace, task_queue, [call(0, "glob", pattern="**")], options=TurnOptions(execution="remote"))
-    async with Worker(client, task_queue=task_queue, workflows=[AgentTurnWorkflow], activities=[huge_glob]):
+    async with build_worker(client, task_queue=task_queue, workspace=None, extra_activities=[huge_glob]):
         result = await run_turn(client, turn)
     [only] = result.results
     assert only.is_error and only.metadata["failure"] == "payload_too_large"

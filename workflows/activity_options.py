@@ -42,9 +42,11 @@ class ToolActivityOptions:
     may_run_locally: bool = True
 
 
-def options_for(tool: str, args: ToolArgs | None) -> ToolActivityOptions:
+def options_for(tool: str, args: ToolArgs | None = None, *, bash_timeout: int | None = None) -> ToolActivityOptions:
+    """``bash_timeout`` is the command's timeout as the recorded plan holds it
+    (the workflow no longer re-validates arguments to learn it)."""
     if tool == BASH:
-        budget = args.timeout_seconds if isinstance(args, BashArgs) else 180
+        budget = bash_timeout or (args.timeout_seconds if isinstance(args, BashArgs) else 180)
         # The command's own timeout plus time to kill it and drain its pipes.
         return ToolActivityOptions(
             start_to_close=timedelta(seconds=budget + 30),

@@ -1,9 +1,15 @@
 """AgentTurnWorkflow: one model response's tool calls as one durable workflow.
 
-The workflow is deliberately thin. Preparation, policy, stage planning and
-formatting are pure functions in ``core``; this class sequences them, waits
-for a human when the policy asks, runs the stages as activities and keeps
-the per-turn state (results, snapshots, decision) that queries report.
+The workflow is deliberately thin. Everything a turn decides from code that
+may change between builds (argument repair and validation, bash verdicts,
+risk, concurrency, stages) is made once by the ``plan_turn`` local activity
+and recorded in the history as a ``TurnPlan``; this class follows the plan,
+waits for a human when it asks, runs the stages as activities and keeps the
+per-turn state (results, snapshots, decision) that queries report. A worker
+with different rules therefore replays an in-flight turn unchanged.
+
+Turns started before plans were recorded (no "recorded-plan" patch marker in
+their history) still plan inside the workflow, exactly as they did then.
 """
 
 from __future__ import annotations
@@ -12,19 +18,23 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.plan import PLAN_TURN_ACTIVITY, PlanRequest
     from core.contracts import (
         ApprovalDecision,
         CallProgress,
         DecisionRecord,
         PendingCall,
+        PlannedCall,
         Policy,
         Snapshot,
         ToolRequest,
         ToolResult,
         TurnInput,
+        TurnPlan,
         TurnProgress,
         TurnResult,
         TurnStatus,
@@ -37,12 +47,10 @@ with workflow.unsafe.imports_passed_through():
         skipped_result,
     )
     from core.planning import (
-        PreparedCall,
-        Stage,
         batch_digest,
-        call_path,
-        pending_calls,
-        plan_stages,
+        plan_from_prepared,
+        planned_arguments,
+        planned_pending,
         prepare_batch,
         snapshot_key,
     )
@@ -51,13 +59,23 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_options import LOCAL_START_TO_CLOSE, options_for
 
 WORKFLOW_NAME = "AgentTurnWorkflow"
+RECORDED_PLAN_PATCH = "recorded-plan"
+# Set on a bash result that the plan accepted but the activity's own (newer)
+# rules refused: the command was not run, and it counts as a failed unsafe call.
+REFUSED_BY_CURRENT_RULES = "refused_by_current_rules"
+PLAN_START_TO_CLOSE = timedelta(seconds=60)
+PLAN_RETRY = RetryPolicy(maximum_attempts=3)
+# In local mode, a wave of at least this many calls is followed by a 1 ms
+# timer, which ends the workflow task and commits the wave's results: the
+# markers of thousands of local activities must not share one completion.
+COMMIT_AFTER_CALLS = 50
 
 
-def _describe_infrastructure_failure(prepared: PreparedCall, err: BaseException) -> ToolResult:
+def _describe_infrastructure_failure(call: PlannedCall, err: BaseException) -> ToolResult:
     """An activity that failed for infrastructure reasons, as a result the
     model can read. bash gets the honest 'may or may not have run'."""
     cause = err.cause if isinstance(err, ActivityError) else err
-    name = prepared.call.name
+    name = call.name
     if isinstance(cause, ApplicationError) and cause.type == "PayloadsTooLarge":
         text = (
             f"The {name} result was too large to pass back through Temporal (limit 2 MiB). "
@@ -74,9 +92,19 @@ def _describe_infrastructure_failure(prepared: PreparedCall, err: BaseException)
     else:
         text = f"The {name} call failed for an infrastructure reason: {cause}. It may be retried."
         kind = "infrastructure"
-    return ToolResult.error(
-        prepared.call.id, name, text, metadata={"failure": kind, "detail": str(cause)[:300]}
-    )
+    return ToolResult.error(call.call_id, name, text, metadata={"failure": kind, "detail": str(cause)[:300]})
+
+
+def refused_by_current_rules(result: ToolResult) -> ToolResult:
+    """A bash call the recorded plan accepted, refused by the validator of the
+    build that ran it: say so plainly (nothing ran)."""
+    if result.metadata.get(REFUSED_BY_CURRENT_RULES) != "true":
+        result.output = (
+            "This command was accepted when the turn was planned (under older rules) and is refused "
+            "by the current rules of the worker that was to run it, so it was not run.\n" + result.output
+        )
+    result.metadata[REFUSED_BY_CURRENT_RULES] = "true"
+    return result
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -85,7 +113,7 @@ class AgentTurnWorkflow:
     def __init__(self, turn: TurnInput) -> None:
         self._turn = turn
         self._digest = batch_digest(turn.tool_calls)
-        self._prepared: list[PreparedCall] = []
+        self._plan: TurnPlan | None = None
         self._pending: list[PendingCall] = []
         self._status = TurnStatus.RUNNING
         self._decision: DecisionRecord | None = None
@@ -94,21 +122,37 @@ class AgentTurnWorkflow:
         self._snapshots: dict[str, Snapshot] = {s.path: s for s in turn.snapshots}
         self._snapshot_alias: dict[str, str] = {}
         self._policy = Policy()
-        if turn.policy is not None:
+        # New turns record their plan; histories from before keep planning here.
+        self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
+        if not self._recorded and turn.policy is not None:
             # Prepared here, not in run(), so a decision that arrives with
             # the very first workflow task already finds the turn paused.
-            self._prepare(turn.policy)
+            self._prepare_in_workflow(turn.policy)
 
-    def _prepare(self, policy: Policy) -> None:
-        self._policy = policy
-        self._prepared = prepare_batch(self._turn.tool_calls, policy)
-        self._pending = pending_calls(self._prepared)
+    def _prepare_in_workflow(self, policy: Policy) -> None:
+        """The pre-recording path (replay of old histories only)."""
+        prepared = prepare_batch(self._turn.tool_calls, policy)
+        self._adopt(plan_from_prepared(self._turn.tool_calls, prepared, policy, recorded=False))
+
+    def _adopt(self, plan: TurnPlan) -> None:
+        self._plan = plan
+        self._policy = plan.policy
+        self._pending = planned_pending(plan, self._arguments)
         self._status = TurnStatus.PAUSED if self._pending else TurnStatus.RUNNING
+
+    def _arguments(self, call: PlannedCall) -> dict:
+        return planned_arguments(call, self._turn.tool_calls[call.index])
+
+    @property
+    def _calls(self) -> list[PlannedCall]:
+        return self._plan.calls if self._plan is not None else []
 
     # ------------------------------------------------------------------ run
     @workflow.run
     async def run(self, turn: TurnInput) -> TurnResult:
-        if turn.policy is None:
+        if self._recorded:
+            await self._record_plan(turn)
+        elif turn.policy is None:
             # The worker's default policy, fetched through a (recorded) local
             # activity so that replay on a worker configured differently
             # still makes the same decisions.
@@ -117,15 +161,41 @@ class AgentTurnWorkflow:
                 result_type=Policy,
                 start_to_close_timeout=timedelta(seconds=10),
             )
-            self._prepare(policy)
+            self._prepare_in_workflow(policy)
         if self._pending:
             approved = await self._wait_for_decision()
             if not approved:
                 return self._finish(TurnStatus.REJECTED)
             self._status = TurnStatus.RUNNING
             self._publish_status()
-        await self._execute(plan_stages(self._prepared))
+        await self._execute()
         return self._finish(TurnStatus.COMPLETED)
+
+    async def _record_plan(self, turn: TurnInput) -> None:
+        try:
+            plan = await workflow.execute_local_activity(
+                PLAN_TURN_ACTIVITY,
+                PlanRequest(workspace_root=turn.workspace.root, tool_calls=turn.tool_calls, policy=turn.policy),
+                result_type=TurnPlan,
+                start_to_close_timeout=PLAN_START_TO_CLOSE,
+                retry_policy=PLAN_RETRY,
+            )
+        except ActivityError as err:
+            cause = err.cause or err
+            raise ApplicationError(
+                f"planning turn {turn.turn_id} failed on this worker: {cause}. Nothing was run.",
+                type="PlanningFailed",
+                non_retryable=True,
+            ) from err
+        decided_early = self._decision
+        self._adopt(plan)
+        if decided_early is not None and not self._pending:
+            workflow.logger.warning(
+                "a %s decision arrived while turn %s was being planned, but no call needs approval; ignored",
+                "approve" if decided_early.approve else "reject",
+                turn.turn_id,
+            )
+            self._decision = None
 
     async def _wait_for_decision(self) -> bool:
         self._publish_status()
@@ -150,16 +220,16 @@ class AgentTurnWorkflow:
     def _finish(self, status: TurnStatus) -> TurnResult:
         self._status = status
         results: list[ToolResult] = []
-        for p in self._prepared:
-            result = self._results.get(p.index)
+        for c in self._calls:
+            result = self._results.get(c.index)
             if result is None:
-                if p.early_result is not None:
-                    result = p.early_result
+                if c.early_result is not None:
+                    result = c.early_result
                 else:
                     decision = self._decision
                     result = denied_result(
-                        p.call.id,
-                        p.call.name,
+                        c.call_id,
+                        c.name,
                         decision.approver if decision else "policy",
                         decision.reason if decision else "",
                     )
@@ -177,115 +247,133 @@ class AgentTurnWorkflow:
         )
 
     # ------------------------------------------------------------ execution
-    async def _execute(self, stages: list[Stage]) -> None:
-        failed: PreparedCall | None = None  # the first unsafe call that failed
-        for stage in stages:
+    async def _execute(self) -> None:
+        assert self._plan is not None
+        calls = self._plan.calls
+        failed: PlannedCall | None = None  # the first unsafe call that failed
+        for number, stage in enumerate(self._plan.stages):
             if stage.parallel:
-                await self._run_parallel([self._prepared[i] for i in stage.indices])
+                group = [calls[i] for i in stage.indices]
+                await self._run_parallel(group)
+                if self._recorded:
+                    refused = [c for c in group if self._results[c.index].metadata.get(REFUSED_BY_CURRENT_RULES)]
+                    if refused and failed is None:
+                        failed = refused[0]
+                    if (
+                        self._runs_locally()
+                        and len(group) >= COMMIT_AFTER_CALLS
+                        and number + 1 < len(self._plan.stages)
+                    ):
+                        await workflow.sleep(timedelta(milliseconds=1))
                 continue
-            prepared = self._prepared[stage.indices[0]]
-            if failed is not None and prepared.early_result is None:
-                self._results[prepared.index] = skipped_result(
-                    prepared.call.id, prepared.call.name, failed.index, failed.call.name
-                )
+            call = calls[stage.indices[0]]
+            if failed is not None and call.early_result is None:
+                self._results[call.index] = skipped_result(call.call_id, call.name, failed.index, failed.name)
                 continue
-            result = await self._run_call(prepared)
+            result = await self._run_call(call)
             if result.is_error and failed is None:
-                failed = prepared
+                failed = call
 
-    async def _run_call(self, prepared: PreparedCall) -> ToolResult:
+    async def _run_call(self, call: PlannedCall) -> ToolResult:
         try:
-            result = await self._invoke(prepared)
+            result = await self._invoke(call)
         except ActivityError as err:
-            result = _describe_infrastructure_failure(prepared, err)
-        self._record(prepared, result)
+            result = _describe_infrastructure_failure(call, err)
+        self._record(call, result)
         return result
 
-    async def _run_parallel(self, group: list[PreparedCall]) -> None:
-        tasks = [asyncio.create_task(self._invoke(p)) for p in group]
+    async def _run_parallel(self, group: list[PlannedCall]) -> None:
+        tasks = [asyncio.create_task(self._invoke(c)) for c in group]
         await workflow.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         failed = next(
-            (p for p, t in zip(group, tasks) if t.done() and not t.cancelled() and t.exception()),
+            (c for c, t in zip(group, tasks) if t.done() and not t.cancelled() and t.exception()),
             None,
         )
         cancelled_by_us: set[int] = set()
         if failed is not None:
             # One call hit an infrastructure failure: stop its siblings rather
             # than let them run on while the batch is already compromised.
-            for p, task in zip(group, tasks):
+            for c, task in zip(group, tasks):
                 if not task.done():
                     task.cancel()
-                    cancelled_by_us.add(p.index)
+                    cancelled_by_us.add(c.index)
             await asyncio.gather(*tasks, return_exceptions=True)
-        for p, task in zip(group, tasks):
+        for c, task in zip(group, tasks):
             if not task.cancelled() and task.exception() is None:
-                self._record(p, task.result())
-            elif p.index in cancelled_by_us and failed is not None:
-                self._record(p, cancelled_result(p.call.id, p.call.name, failed.index, failed.call.name))
+                self._record(c, task.result())
+            elif c.index in cancelled_by_us and failed is not None:
+                self._record(c, cancelled_result(c.call_id, c.name, failed.index, failed.name))
             elif task.cancelled():
                 raise asyncio.CancelledError()  # the whole turn is being cancelled
             else:
                 exc = task.exception()
                 if not isinstance(exc, ActivityError):
                     raise exc  # a bug in the workflow itself: fail the task loudly
-                self._record(p, _describe_infrastructure_failure(p, exc))
+                self._record(c, _describe_infrastructure_failure(c, exc))
 
-    async def _invoke(self, prepared: PreparedCall) -> ToolResult:
-        if prepared.early_result is not None:
-            return prepared.early_result
-        name = prepared.call.name
+    async def _invoke(self, call: PlannedCall) -> ToolResult:
+        if call.early_result is not None:
+            return call.early_result
+        name = call.name
         request = ToolRequest(
-            call_id=prepared.call.id,
+            call_id=call.call_id,
             tool=name,
             workspace_root=self._turn.workspace.root,
-            arguments=prepared.arguments_dict(),
-            snapshot=self._held_snapshot(prepared) if name in (WRITE_FILE, EDIT_FILE) else None,
+            arguments=self._arguments(call),
+            snapshot=self._held_snapshot(call) if name in (WRITE_FILE, EDIT_FILE) else None,
+            turn_id=self._turn.turn_id if self._recorded else "",
         )
-        options = options_for(name, prepared.args)
-        self._running.add(prepared.index)
+        options = options_for(name, bash_timeout=call.bash_timeout_seconds)
+        self._running.add(call.index)
         try:
             if options.may_run_locally and self._runs_locally():
-                return await workflow.execute_local_activity(
+                result = await workflow.execute_local_activity(
                     name,
                     request,
                     result_type=ToolResult,
                     start_to_close_timeout=LOCAL_START_TO_CLOSE,
                     retry_policy=options.retry,
                 )
-            return await workflow.execute_activity(
-                name,
-                request,
-                result_type=ToolResult,
-                task_queue=self._turn.workspace.task_queue,
-                start_to_close_timeout=options.start_to_close,
-                heartbeat_timeout=options.heartbeat,
-                retry_policy=options.retry,
-            )
+            else:
+                result = await workflow.execute_activity(
+                    name,
+                    request,
+                    result_type=ToolResult,
+                    task_queue=self._turn.workspace.task_queue,
+                    start_to_close_timeout=options.start_to_close,
+                    heartbeat_timeout=options.heartbeat,
+                    retry_policy=options.retry,
+                )
         finally:
-            self._running.discard(prepared.index)
+            self._running.discard(call.index)
+        if self._recorded and name == BASH and result.is_error and result.metadata.get("verdict") == "reject":
+            result = refused_by_current_rules(result)
+        return result
 
     def _runs_locally(self) -> bool:
         return self._turn.options.execution == "local"
 
     # ------------------------------------------------------------ snapshots
-    def _held_snapshot(self, prepared: PreparedCall) -> Snapshot | None:
-        path = call_path(prepared)
-        if path is None:
+    def _held_snapshot(self, call: PlannedCall) -> Snapshot | None:
+        if call.path is None:
             return None
-        key = snapshot_key(self._turn.workspace.root, path)
+        key = snapshot_key(self._turn.workspace.root, call.path)
         return self._snapshots.get(self._snapshot_alias.get(key, key))
 
-    def _record(self, prepared: PreparedCall, result: ToolResult) -> None:
-        self._results[prepared.index] = result
+    def _record(self, call: PlannedCall, result: ToolResult) -> None:
+        self._results[call.index] = result
         if result.snapshot is not None:
             self._snapshots[result.snapshot.path] = result.snapshot
-            path = call_path(prepared)
-            if path is not None:
-                self._snapshot_alias[snapshot_key(self._turn.workspace.root, path)] = result.snapshot.path
+            if call.path is not None:
+                self._snapshot_alias[snapshot_key(self._turn.workspace.root, call.path)] = result.snapshot.path
 
     # ------------------------------------------------------------- approval
     def _decision_problem(self, decision: ApprovalDecision) -> str | None:
-        if self._status != TurnStatus.PAUSED:
+        planning = self._recorded and self._plan is None
+        # While the plan is being recorded, a decision that names this batch
+        # is kept (it may have come with the very first workflow task); it
+        # takes effect if the plan asks for approval.
+        if not planning and self._status != TurnStatus.PAUSED:
             return f"turn {self._turn.turn_id} is not waiting for approval (status {self._status.value})"
         if self._decision is not None:
             return f"turn {self._turn.turn_id} was already decided by {self._decision.approver}"
@@ -337,14 +425,18 @@ class AgentTurnWorkflow:
     @workflow.query
     def status(self) -> TurnProgress:
         calls = []
-        for p in self._prepared:
+        # While the plan is being recorded, every call of the input is pending.
+        listed = self._calls or [
+            PlannedCall(index=i, call_id=c.id, name=c.name) for i, c in enumerate(self._turn.tool_calls)
+        ]
+        for p in listed:
             result = self._results.get(p.index)
             state = "done" if result else ("running" if p.index in self._running else "pending")
             calls.append(
                 CallProgress(
                     index=p.index,
-                    tool_call_id=p.call.id,
-                    name=p.call.name,
+                    tool_call_id=p.call_id,
+                    name=p.name,
                     state=state,
                     status=result.status if result else None,
                 )
