@@ -94,6 +94,9 @@ class ModelCallRequest(BaseModel):
     # The transcript so far (None: empty) and what to add before calling.
     transcript_head: str | None
     append: list[TranscriptEntry] = Field(default_factory=list)
+    # Streaming dispatch (issue 14): the open turn that gets each tool call as
+    # its JSON closes (None: off; the calls run after the response).
+    dispatch_to: str | None = None
 
 
 class ModelResponse(BaseModel):
@@ -166,6 +169,8 @@ class SessionInput(BaseModel):
     policy: Policy | None = None  # None: each turn uses its worker's default
     limits: SessionLimits = Field(default_factory=SessionLimits)
     turn_options: TurnOptions = Field(default_factory=TurnOptions)
+    # Issue 14: start safe tool calls while the model is still streaming.
+    streaming_dispatch: bool = True
     carry: SessionCarry | None = None  # set by continue-as-new only
 
 

@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         TurnRecord,
     )
     from core.session_prompt import default_system_prompt
+    from workflows.session_dispatch import OpenBatch, open_batch  # streaming dispatch (issue 14)
 
 WORKFLOW_NAME = "AgentSessionWorkflow"
 TURN_WORKFLOW_NAME = "AgentTurnWorkflow"
@@ -84,6 +85,7 @@ class AgentSessionWorkflow:
         self._child: ChildWorkflowHandle | None = None
         self._last_turn: TurnRecord | None = None
         self._cancelling = False
+        self._open: OpenBatch | None = None  # streaming dispatch (issue 14)
         if session.carry is None:
             system = session.system_prompt or default_system_prompt()
             self._to_append = [TranscriptEntry(kind="system", text=system), TranscriptEntry(kind="user", text=session.prompt)]
@@ -140,6 +142,9 @@ class AgentSessionWorkflow:
                 if response.tool_calls:
                     await self._run_turn(response.tool_calls)
                 else:
+                    if self._open is not None:  # streaming dispatch: the empty batch ends
+                        await self._open.drop()
+                        self._open = None
                     self._last_answer = response.text
                     self._answers += 1
                     self._waiting_for_user = True
@@ -169,6 +174,8 @@ class AgentSessionWorkflow:
     # ---------------------------------------------------------- model call
     async def _call_model(self) -> ModelResponse | SessionResult:
         self._set_state(SessionState.CALLING_MODEL)
+        # streaming dispatch (issue 14): the next turn opens before the model call.
+        self._open = await open_batch(self._input, f"{workflow.info().workflow_id}/turn-{self._turns + 1}", self._snapshots)
         request = ModelCallRequest(
             session_id=workflow.info().workflow_id,
             call_number=self._model_calls + 1,
@@ -176,6 +183,7 @@ class AgentSessionWorkflow:
             model=self._input.model,
             transcript_head=self._head,
             append=self._to_append,
+            dispatch_to=self._open.turn_id if self._open is not None else None,  # streaming dispatch
         )
         try:
             response = await workflow.execute_activity(
@@ -207,6 +215,8 @@ class AgentSessionWorkflow:
         return response
 
     async def _model_failed(self, err: ActivityError) -> SessionResult:
+        if self._open is not None:  # streaming dispatch: what started early is kept and recorded
+            await self._abandon_open_batch(str(err.cause or err))
         cause = err.cause
         model = self._input.model
         if isinstance(cause, ApplicationError) and cause.type:
@@ -241,7 +251,8 @@ class AgentSessionWorkflow:
         self._set_state(SessionState.RUNNING_TURN)
         provider = self._input.model.provider
         try:
-            self._child = await workflow.start_child_workflow(
+            # streaming dispatch (issue 14): the open batch is this turn.
+            self._child = self._open.handle if self._open is not None else await workflow.start_child_workflow(
                 TURN_WORKFLOW_NAME,
                 turn,
                 id=turn_id,
@@ -273,11 +284,25 @@ class AgentSessionWorkflow:
             return
         finally:
             self._child = None
+            self._open = None  # streaming dispatch
         self._check_cancelled_with(result)
         self._current_turn, self._current_calls = None, []
         self._snapshots = list(result.snapshots)
         self._to_append.append(turn_result_entry(provider, result))
         self._last_turn = _record(result)
+
+    async def _abandon_open_batch(self, reason: str) -> None:
+        """streaming dispatch (issue 14): the model call failed after calls
+        may have started; the transcript gets them and their results."""
+        assert self._open is not None
+        calls, result = await self._open.abandon(reason, self._input.workspace.task_queue)
+        self._open = None
+        if calls:
+            self._turns += 1
+            self._snapshots = list(result.snapshots)
+            self._to_append.append(TranscriptEntry(kind="assistant", tool_calls=calls))
+            self._to_append.append(turn_result_entry(self._input.model.provider, result))
+            self._last_turn = _record(result)
 
     def _check_cancelled_with(self, result: TurnResult) -> None:
         """A turn may finish with a result even though we asked it to stop."""

@@ -57,6 +57,8 @@ with workflow.unsafe.imports_passed_through():
     from core.policy import DEFAULT_POLICY_ACTIVITY
     from core.tool_specs import BASH, EDIT_FILE, WRITE_FILE
     from workflows.activity_options import LOCAL_START_TO_CLOSE, options_for
+    from core.early_dispatch import BatchClose, ClosedBatch, DispatchedCall  # streaming dispatch (issue 14)
+    from workflows.turn_dispatch import TurnDispatch  # streaming dispatch (issue 14)
 
 WORKFLOW_NAME = "AgentTurnWorkflow"
 RECORDED_PLAN_PATCH = "recorded-plan"
@@ -124,6 +126,8 @@ class AgentTurnWorkflow:
         self._policy = Policy()
         # New turns record their plan; histories from before keep planning here.
         self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
+        # streaming dispatch (issue 14): the batch arrives by dispatch/close_batch.
+        self._dispatch = TurnDispatch(self, _describe_infrastructure_failure) if turn.open_batch else None
         if not self._recorded and turn.policy is not None:
             # Prepared here, not in run(), so a decision that arrives with
             # the very first workflow task already finds the turn paused.
@@ -141,6 +145,8 @@ class AgentTurnWorkflow:
         self._status = TurnStatus.PAUSED if self._pending else TurnStatus.RUNNING
 
     def _arguments(self, call: PlannedCall) -> dict:
+        if call.arguments is not None:  # streaming dispatch: an early call carries its own
+            return call.arguments
         return planned_arguments(call, self._turn.tool_calls[call.index])
 
     @property
@@ -150,6 +156,9 @@ class AgentTurnWorkflow:
     # ------------------------------------------------------------------ run
     @workflow.run
     async def run(self, turn: TurnInput) -> TurnResult:
+        if self._dispatch is not None:  # streaming dispatch (issue 14)
+            turn = self._turn = await self._dispatch.collect(turn)
+            self._digest = batch_digest(turn.tool_calls)
         if self._recorded:
             await self._record_plan(turn)
         elif turn.policy is None:
@@ -165,6 +174,8 @@ class AgentTurnWorkflow:
         if self._pending:
             approved = await self._wait_for_decision()
             if not approved:
+                if self._dispatch is not None:  # streaming dispatch: what ran early is reported
+                    await self._dispatch.settle(self._calls)
                 return self._finish(TurnStatus.REJECTED)
             self._status = TurnStatus.RUNNING
             self._publish_status()
@@ -314,6 +325,8 @@ class AgentTurnWorkflow:
     async def _invoke(self, call: PlannedCall) -> ToolResult:
         if call.early_result is not None:
             return call.early_result
+        if self._dispatch is not None and self._dispatch.started(call.index):  # streaming dispatch
+            return await self._dispatch.result_of(call.index)
         name = call.name
         request = ToolRequest(
             call_id=call.call_id,
@@ -420,6 +433,24 @@ class AgentTurnWorkflow:
         problem = self._decision_problem(decision)
         if problem:
             raise ValueError(problem)
+
+    # ------------------------------------- streaming dispatch (issue 14) hooks
+    @workflow.signal
+    def dispatch(self, call: DispatchedCall) -> None:
+        if self._dispatch is None:
+            workflow.logger.warning("ignored dispatch: turn %s is not an open batch", self._turn.turn_id)
+            return
+        self._dispatch.on_dispatch(call)
+
+    @workflow.update
+    def close_batch(self, close: BatchClose) -> ClosedBatch:
+        assert self._dispatch is not None
+        return self._dispatch.on_close(close)
+
+    @close_batch.validator
+    def _validate_close_batch(self, close: BatchClose) -> None:
+        if self._dispatch is None:
+            raise ValueError(f"turn {self._turn.turn_id} is not an open batch")
 
     # --------------------------------------------------------------- status
     @workflow.query
