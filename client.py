@@ -27,6 +27,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+import cli_session  # session hook
 from core.call_documents import CallDocumentError, calls_from_document
 from core.contracts import (
     ApprovalDecision,
@@ -353,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("--format", choices=["openai", "anthropic"], default="openai")
     check = sub.add_parser("check-command", help="validate bash commands (one per line on stdin)")
     check.add_argument("--json", action="store_true", help="stdin is a JSON array of strings")
+    cli_session.register(sub)  # session hook
     return parser
 
 
@@ -361,6 +363,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return cmd_tools(args)
     if args.command == "check-command":
         return cmd_check_command(args)
+    if args.command == "session":  # session hook
+        return await cli_session.dispatch(args)
     if args.command == "run":
         load_turn_input(args)  # bad input fails before we talk to the server
     client = await connect(args.address, args.namespace)

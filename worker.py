@@ -23,7 +23,6 @@ from typing import Any, Callable, Sequence
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.model import session_activities  # session hook
 from activities.registry import build_activities
 from core.contracts import Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
@@ -54,6 +53,8 @@ def build_worker(
     the SDK's sandbox: about 8-10 ms less CPU per turn and ~1.5 ms less per
     local tool call (bench/), at the price of the sandbox's runtime guard
     against non-deterministic calls; tests and replay always keep it on."""
+    from activities.model import session_activities  # session hook (lazy: keeps the model SDKs out of workflow sandboxes)
+
     extra_names = {a.__temporal_activity_definition.name for a in extra_activities}  # type: ignore[attr-defined]
     activities = [
         a

@@ -12,6 +12,7 @@ blocks (with ``is_error``) at the head of the next user message.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from core.contracts import ToolCall, ToolResult, TurnResult
@@ -20,8 +21,15 @@ from core.session_contracts import Provider, TranscriptEntry
 from core.tool_specs import tool_definitions
 
 
+@lru_cache(maxsize=None)
+def _tools(provider: Provider) -> str:
+    # Generating the JSON schemas costs ~14 ms; the registry does not change
+    # while a worker runs.
+    return json.dumps(tool_definitions(provider))
+
+
 def tools_for(provider: Provider) -> list[dict[str, Any]]:
-    return tool_definitions(provider)
+    return json.loads(_tools(provider))
 
 
 def tool_results_entry(provider: Provider, turn_id: str, results: list[ToolResult]) -> TranscriptEntry:

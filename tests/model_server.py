@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -190,6 +191,9 @@ class ScriptedModelServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:  # small SSE writes must not wait for delayed ACKs (Nagle)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             while True:  # keep-alive: the SDKs reuse connections
                 request_line = await reader.readline()

@@ -1,16 +1,20 @@
-"""SIGKILL the worker during a model call and again during a turn: a new
-worker finishes the session, and nothing ran twice or got lost."""
+"""SIGKILL the worker during a model call and again during a turn, and the
+worker and the dev server while a session waits for approval: the session
+finishes, and nothing ran twice or got lost."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from pathlib import Path
 
 from temporalio.client import Client
 
 from core.session_contracts import SessionState
 from runtime import session_api as sessions
+from runtime.connection import connect
+from runtime.devserver import DevServer, free_port
 from tests.model_server import Reply, ScriptedModelServer, tool
 from tests.processes import WorkerProcess, server_address
 from tests.session_support import model_server  # noqa: F401  (fixture)
@@ -81,3 +85,48 @@ async def test_worker_killed_during_a_model_call_and_during_a_turn(
     results = entries[3].items
     assert results[0]["is_error"] is False
     assert results[1]["is_error"] is True and "may or may not have run" in results[1]["content"][0]["text"]
+
+
+async def test_a_session_waiting_for_approval_survives_killing_worker_and_server(
+    workspace: Path, tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "count.py").write_text("open('effects.log', 'a').write('ran\\n')\n")
+    model_server.add(
+        Reply(tool_calls=[tool("bash", command="python3 count.py")]),
+        Reply(text="counted once"),
+    )
+    queue = f"durable-{uuid.uuid4().hex[:8]}"
+    server = DevServer(db_file=tmp_path / "state.sqlite", port=free_port(), ui_port=None, log_file=tmp_path / "server.log")
+    server.start()
+    worker = WorkerProcess(server.address, workspace, queue, tmp_path / "worker1.log").start()
+    try:
+        client = await connect(server.address)
+        sid = await sessions.start_session(
+            client, workspace=workspace, task_queue=queue, provider="openai", model="scripted",
+            prompt="count", policy="ask-writes",
+        )
+        for _ in range(200):
+            before = await sessions.session_status(client, sid)
+            if before.waiting_for_approval:
+                break
+            await asyncio.sleep(0.05)
+        assert before.waiting_for_approval
+
+        worker.kill()
+        server.kill()
+        server.start()
+        worker = WorkerProcess(server.address, workspace, queue, tmp_path / "worker2.log").start()
+        client = await connect(server.address)
+
+        after = await sessions.session_status(client, sid)
+        assert after.waiting_for_approval and after.current_batch_digest == before.current_batch_digest
+        assert not (workspace / "effects.log").exists()
+        await sessions.approve(client, sid, approver="on-call", reason="after restart")
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+        await sessions.close(client, sid)
+    finally:
+        worker.stop()
+        server.stop()
+    assert view.last_answer == "counted once" and view.model_calls == 2
+    assert (workspace / "effects.log").read_text() == "ran\n"
+    assert len(model_server.requests) == 2
