@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.artifacts import prune_artifacts
-from activities.workspace import ARTIFACTS_DIR, artifacts_path
+from activities.workspace import open_artifact
 
 HEAD_LINES = 100
 TAIL_LINES = 2000
@@ -194,18 +194,10 @@ class ArtifactSink:
         try:
             # The command may have replaced the folder with a symlink (the
             # workspace is writable inside the sandbox; we are not sandboxed):
-            # never write through one.
-            if (Path(self.root) / ARTIFACTS_DIR).is_symlink():
-                raise OSError(f"{ARTIFACTS_DIR} is a symbolic link; not writing through it")
-            path, rel = artifacts_path(self.root, self.call_id, "bash")
-            dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            try:
-                fd = os.open(
-                    path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                    dir_fd=dir_fd,
-                )
-            finally:
-                os.close(dir_fd)
+            # open_artifact creates the file through folder descriptors and
+            # never follows one.
+            fd, rel = open_artifact(self.root, self.call_id, "bash")
+            path = Path(self.root) / rel
             self.file = os.fdopen(fd, "wb")
             self.path, self.rel = path, rel
             return True

@@ -7,6 +7,14 @@ fast path; otherwise (and always for small files, see ``RACY_BELOW``) the
 content hash decides, so a ``touch`` or a sync tool rewriting identical bytes
 is not a conflict. When it is one, the model gets a short diff and is told to
 read the file again.
+
+Huge files (over ``SAMPLED_ABOVE``, 2 GiB) are not hashed whole: hashing
+300 GiB pinned the worker for minutes. Their snapshot holds a bounded
+fingerprint instead, ``sampled:`` + sha256 over size, mtime, inode and the
+first and last MiB, and a conflict check compares that same fingerprint: any
+rewrite by rename (new inode), change of size or mtime, or of the head or the
+tail is seen; an in-place change in the middle that also restores the mtime
+is not.
 """
 
 from __future__ import annotations
@@ -15,12 +23,16 @@ import difflib
 import hashlib
 import os
 import stat
-from pathlib import Path
 
-from activities.workspace import WorkspaceError, resolve_inside
+from activities.fs_cancel import check
+from activities.fs_root import Location, WorkspaceError, WorkspaceRoot
 from core.contracts import Snapshot
 
 HASH_CHUNK = 1 << 20
+# Above this size a snapshot is a bounded fingerprint (see the module docstring).
+SAMPLED_ABOVE = 2 << 30
+SAMPLE_BYTES = 1 << 20
+SAMPLED_PREFIX = "sampled:"
 # Timestamps are kernel "coarse" time (one tick, ~4 ms): a same-size rewrite
 # within the tick of a read keeps mtime_ns unchanged. Hashing a file this small
 # costs under a millisecond, so below this size the hash always decides and the
@@ -36,19 +48,45 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_fd(fd: int) -> str:
-    """Hash an open file from its current position to the end, in chunks."""
+    """Hash an open file from its current position to the end, in chunks
+    (stopping if the attempt is cancelled)."""
     h = hashlib.sha256()
     while chunk := os.read(fd, HASH_CHUNK):
         h.update(chunk)
+        check()
     return h.hexdigest()
 
 
-def sha256_path(real: Path) -> str:
-    fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+def is_sampled(size: int) -> bool:
+    return size > SAMPLED_ABOVE
+
+
+def sampled_fingerprint(fd: int, st: os.stat_result) -> str:
+    """The bounded fingerprint of a huge file (the descriptor's own stat ``st``)."""
+    h = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}:{st.st_dev}:{st.st_ino}\n".encode())
+    h.update(os.pread(fd, SAMPLE_BYTES, 0))
+    h.update(os.pread(fd, SAMPLE_BYTES, max(0, st.st_size - SAMPLE_BYTES)))
+    return SAMPLED_PREFIX + h.hexdigest()
+
+
+def open_regular(loc: Location) -> tuple[int, os.stat_result]:
+    """Open the regular file at ``loc`` for reading (never a link, FIFO or device)."""
+    fd = loc.open(os.O_RDONLY | os.O_NONBLOCK)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise WorkspaceError(f"{real.name} is not a regular file any more")
-        return sha256_fd(fd)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise WorkspaceError(f"{loc.rel} is not a regular file any more")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def digest_of(loc: Location) -> str:
+    """What a snapshot of the file at ``loc`` holds: its sha256, or the bounded fingerprint."""
+    fd, st = open_regular(loc)
+    try:
+        return sampled_fingerprint(fd, st) if is_sampled(st.st_size) else sha256_fd(fd)
     finally:
         os.close(fd)
 
@@ -68,29 +106,31 @@ def same_stat(a: os.stat_result, b: os.stat_result) -> bool:
     )
 
 
-def snapshot_is_for(root: str, snapshot: Snapshot | None, real: Path) -> bool:
-    """Whether the held snapshot describes the file at ``real``. Both sides are
-    resolved, so a snapshot taken through a symlink (or './a.py') still counts."""
+def snapshot_is_for(ws: WorkspaceRoot, snapshot: Snapshot | None, rel: str) -> bool:
+    """Whether the held snapshot describes the file whose real path is ``rel``.
+    Both sides are resolved, so a snapshot taken through a symlink (or './a.py') still counts."""
     if snapshot is None:
         return False
     try:
-        return resolve_inside(root, snapshot.path) == real
-    except WorkspaceError:
+        return ws.rel(snapshot.path) == rel
+    except (WorkspaceError, OSError):
         return False
 
 
-def unchanged_since(real: Path, st: os.stat_result, snapshot: Snapshot) -> bool:
-    """Is the regular file at ``real`` (whose stat is ``st``) still what the snapshot saw?"""
+def unchanged_since(loc: Location, st: os.stat_result, snapshot: Snapshot) -> bool:
+    """Is the regular file at ``loc`` (whose stat is ``st``) still what the snapshot saw?"""
     if st.st_size != snapshot.size:
         return False  # different size: different content, no need to hash
+    if snapshot.sha256.startswith(SAMPLED_PREFIX):
+        return digest_of(loc) == snapshot.sha256
     if st.st_mtime_ns == snapshot.mtime_ns and st.st_size >= RACY_BELOW:
         return True  # fast path
-    return sha256_path(real) == snapshot.sha256
+    return digest_of(loc) == snapshot.sha256
 
 
-def holds_content(real: Path, st: os.stat_result, data: bytes) -> bool:
+def holds_content(loc: Location, st: os.stat_result, data: bytes) -> bool:
     """Does the file already hold exactly ``data``? (an idempotent retry)"""
-    return st.st_size == len(data) and sha256_path(real) == sha256_bytes(data)
+    return st.st_size == len(data) and digest_of(loc) == sha256_bytes(data)
 
 
 def not_read_message(rel: str, snapshot: Snapshot | None, action: str) -> str:

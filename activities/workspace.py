@@ -3,23 +3,23 @@
 Every path a tool receives is untrusted model output. It is resolved (``..``,
 symlinks, ``/proc/self/root`` style tricks) and must land inside the
 workspace root; otherwise the tool answers with an error result. Fail-closed:
-anything we cannot resolve is refused.
+anything we cannot resolve is refused. The resolution itself lives in
+``activities.fs_root`` (directory descriptors, so it cannot be raced).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import stat
 from pathlib import Path
 
 from activities.artifacts import prune_artifacts
+from activities.fs_root import WorkspaceError, WorkspaceRoot, shown
+
+__all__ = ["ARTIFACTS_DIR", "WorkspaceError", "workspace_root", "resolve_inside", "relative_to_root",
+           "save_artifact", "artifacts_path", "open_artifact"]
 
 ARTIFACTS_DIR = ".agent-artifacts"
-
-
-class WorkspaceError(Exception):
-    """A path the tool must refuse; the message is written for the model."""
 
 
 def workspace_root(root: str) -> Path:
@@ -33,42 +33,40 @@ def workspace_root(root: str) -> Path:
 
 
 def resolve_inside(root: str | Path, path: str) -> Path:
-    """Resolve ``path`` (relative to ``root``, or absolute inside it) to a real
-    path inside the workspace, or raise WorkspaceError.
-
-    The result has every symlink resolved, so opening or renaming onto it can
-    never follow a link out of the workspace (short of a race with another
-    process swapping links in, which the OS sandbox exists for).
-    """
-    if not isinstance(path, str) or path.strip() == "":
-        raise WorkspaceError("path is empty: give a path relative to the workspace root, e.g. 'src/app.py'")
-    if "\x00" in path:
-        raise WorkspaceError("path contains a NUL byte: give a plain relative path")
-    root_real = workspace_root(str(root))
-    candidate = Path(path) if os.path.isabs(path) else root_real / path
-    try:
-        real = Path(os.path.realpath(candidate, strict=False))
-    except (OSError, RuntimeError) as exc:  # symlink loops and the like
-        raise WorkspaceError(f"cannot resolve path {path!r}: {exc}") from None
-    if real != root_real and root_real not in real.parents:
-        raise WorkspaceError(
-            f"path {path!r} resolves outside the workspace ({real}); "
-            "only files under the workspace root can be used: give a path relative to it"
-        )
-    # realpath(strict=False) gives up at a symlink loop and returns the rest of
-    # the path unresolved, then collapses '..' lexically: 'loop/../out/x' came
-    # back as '<root>/out/x' with 'out' still a symlink to anywhere. Refuse any
-    # symlink left in the result (below the root, which is already real).
-    for part in [*reversed(real.parents), real][len(root_real.parts) :]:
+    """Where ``path`` (relative to ``root``, or absolute inside it) lands: a
+    real path inside the workspace, or WorkspaceError. For *naming* a file
+    only: the tools open through ``activities.fs_root`` descriptors, never by
+    this name, which a sandboxed script may have changed by then. Missing
+    folders at the end are kept as given."""
+    with WorkspaceRoot(root) as ws:
         try:
-            if stat.S_ISLNK(os.lstat(part).st_mode):
+            return ws.path / ws.rel(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise WorkspaceError(f"cannot resolve path {shown(path)}: {exc.strerror or exc}") from None
+        parts = ws.parts(path)
+        for cut in range(len(parts) - 1, 0, -1):  # the longest prefix that exists
+            try:
+                head = ws.rel("/".join(parts[:cut]))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise WorkspaceError(f"cannot resolve path {shown(path)}: {exc.strerror or exc}") from None
+            rest = parts[cut:]
+            break
+        else:
+            head, rest = ".", parts
+        if ".." in rest:  # '..' below a folder that does not exist: the kernel says ENOENT
+            tail = os.path.normpath("/".join(rest))
+            depth = 0 if head == "." else head.count("/") + 1
+            if tail.split("/").count("..") > depth:
                 raise WorkspaceError(
-                    f"path {path!r} goes through a symlink that cannot be resolved "
-                    f"(a symlink loop?) at {part.relative_to(root_real)}; give a plain path"
+                    f"path {shown(path)} resolves outside the workspace ({ws.path}); only files under "
+                    "the workspace root can be used: give a path relative to it"
                 )
-        except OSError:
-            break  # missing (or unreadable): nothing below it exists to follow
-    return real
+            raise WorkspaceError(f"cannot resolve path {shown(path)}: it goes through a folder that does not exist")
+        return ws.path.joinpath(head, *rest)
 
 
 def relative_to_root(root: str | Path, real: Path) -> str:
@@ -79,36 +77,68 @@ def relative_to_root(root: str | Path, real: Path) -> str:
 def save_artifact(root: str | Path, call_id: str, label: str, data: str | bytes) -> str:
     """Save full output that did not fit in a result; return its path relative
     to the workspace root."""
-    target, rel = artifacts_path(root, call_id, label)
     if isinstance(data, str):
         data = data.encode("utf-8", errors="replace")
-    # O_EXCL|O_NOFOLLOW: never write through a link planted in the folder.
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    fd, rel = open_artifact(root, call_id, label)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
     prune_artifacts(root, keep=rel)  # hook (bash helper): the retention rule, activities/artifacts.py
     return rel
 
 
-def artifacts_path(root: str | Path, call_id: str, label: str) -> tuple[Path, str]:
-    """A fresh artifact file path (absolute, relative-to-root). The folder
-    carries a ``.gitignore`` of ``*`` so git, ripgrep and our glob tool all
-    leave it alone.
+def open_artifact(root: str | Path, call_id: str, label: str) -> tuple[int, str]:
+    """A fresh artifact file, created and opened for writing (the descriptor,
+    and its path relative to the root). Created relative to the folder's
+    descriptor with O_EXCL|O_NOFOLLOW, so a sandboxed command that swaps the
+    folder for a symlink cannot make the (unsandboxed) worker write elsewhere."""
+    base = _artifacts_dir(root)
+    try:
+        name = _artifact_name(call_id, label)
+        return os.open(name, _CREATE, 0o644, dir_fd=base), f"{ARTIFACTS_DIR}/{name}"
+    finally:
+        os.close(base)
 
-    A bash command may have replaced the folder with a symlink to somewhere
-    else; the worker writing artifacts is not sandboxed, so refuse that."""
-    base = workspace_root(str(root)) / ARTIFACTS_DIR
-    if base.is_symlink() or (base.exists() and not base.is_dir()):
-        raise WorkspaceError(
-            f"{ARTIFACTS_DIR} in the workspace is a symlink or not a folder; "
-            "remove it so that full outputs can be saved there"
-        )
-    base.mkdir(exist_ok=True)
-    ignore = base / ".gitignore"
-    if not ignore.exists() and not ignore.is_symlink():
-        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        with os.fdopen(fd, "w") as fh:
-            fh.write("*\n")
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _artifacts_dir(root: str | Path) -> int:
+    """The artifacts folder, opened through the root's descriptor without
+    following links (created if missing, with a ``.gitignore`` of ``*`` so
+    git, ripgrep and our glob tool all leave it alone)."""
+    with WorkspaceRoot(root) as ws:
+        try:
+            os.mkdir(ARTIFACTS_DIR, 0o777, dir_fd=ws.fd)
+        except FileExistsError:
+            pass
+        try:
+            base = os.open(ARTIFACTS_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ws.fd)
+        except OSError:
+            raise WorkspaceError(
+                f"{ARTIFACTS_DIR} in the workspace is a symlink or not a folder; "
+                "remove it so that full outputs can be saved there"
+            ) from None
+    try:
+        ignore = os.open(".gitignore", _CREATE, 0o644, dir_fd=base)
+    except FileExistsError:
+        return base
+    except BaseException:
+        os.close(base)
+        raise
+    with os.fdopen(ignore, "w") as fh:
+        fh.write("*\n")
+    return base
+
+
+def _artifact_name(call_id: str, label: str) -> str:
     safe_id = "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)[:64] or "call"
-    name = f"{label}-{safe_id}-{secrets.token_hex(4)}.txt"
-    return base / name, f"{ARTIFACTS_DIR}/{name}"
+    return f"{label}-{safe_id}-{secrets.token_hex(4)}.txt"
+
+
+def artifacts_path(root: str | Path, call_id: str, label: str) -> tuple[Path, str]:
+    """A fresh artifact file path (absolute, relative-to-root) for a caller
+    that opens it itself (the bash tool; ``open_artifact`` is the race-free
+    way). Refuses a folder that is a symlink or not a folder."""
+    os.close(_artifacts_dir(root))
+    name = _artifact_name(call_id, label)
+    return workspace_root(str(root)) / ARTIFACTS_DIR / name, f"{ARTIFACTS_DIR}/{name}"

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from temporalio.client import Client
 
-import activities.files as files
+import activities.fs_read as files
 from activities.base import MAX_OUTPUT_CHARS
 from activities.files import (
     MAX_LINE_CHARS,
@@ -543,7 +543,7 @@ def test_no_temp_file_survives_a_failed_rename(workspace: Path, monkeypatch: pyt
     path.write_text("original\n")
     held = snap(workspace, "keep.txt")
 
-    def broken_replace(src, dst):
+    def broken_replace(src, dst, **kw):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(files.os, "replace", broken_replace)

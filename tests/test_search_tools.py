@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wcmatch import glob as wcglob
 
-from activities import search
+from activities import fs_glob, search
 from activities.base import parse_request_args
 from activities.search import glob_activity, glob_files, grep, grep_activity
 from activities.workspace import ARTIFACTS_DIR, WorkspaceError
@@ -601,7 +601,7 @@ def test_very_deep_folders(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_timeouts_become_error_results(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(workspace, "a/b.txt", "needle\n")
-    monkeypatch.setattr(search, "GLOB_TIMEOUT_S", 0.0)
+    monkeypatch.setattr(fs_glob, "GLOB_TIMEOUT_S", 0.0)
     monkeypatch.setattr(search, "GREP_TIMEOUT_S", 0.0)
     result = call("glob", workspace, pattern="**/*")
     assert result.is_error and "glob timed out" in result.output

@@ -146,9 +146,10 @@ def test_symlinked_folder_pointing_out_is_refused_also_for_new_files(tree: Path)
 
 def test_relative_symlink_up_is_refused(tree: Path) -> None:
     (tree / "up").symlink_to("..")
-    refused(tree, "up/outside/secret.txt")
-    # ... unless it comes back in.
-    assert inside(tree, "up/ws/src/app.py") == tree / "src" / "app.py"
+    refused(tree, "up/outside/secret.txt", "resolves outside")
+    # ... even when it would come back in: a path that leaves the workspace at
+    # any step is refused (as Go's os.Root does), so nothing outside is ever walked.
+    refused(tree, "up/ws/src/app.py", "resolves outside")
 
 
 def test_symlink_inside_pointing_inside_is_allowed_and_resolved(tree: Path) -> None:
@@ -179,8 +180,8 @@ def test_parent_symlink_to_filesystem_root(tree: Path) -> None:
     (tree / "rootlink").symlink_to("/")
     refused(tree, "rootlink/etc/passwd", "outside")
     refused(tree, "rootlink", "outside")
-    # Through '/' and back into the workspace: the real path is inside.
-    assert inside(tree, "rootlink" + str(tree / "src" / "app.py")) == tree / "src" / "app.py"
+    # Through '/' and back into the workspace: refused too, it leaves on the way.
+    refused(tree, "rootlink" + str(tree / "src" / "app.py"), "outside")
 
 
 @pytest.mark.parametrize("path", ["loop", "loop/x", "a", "a/x", "self/x/y"])
@@ -192,11 +193,9 @@ def test_symlink_loops_are_refused(tree: Path, path: str) -> None:
     refused(tree, path, "symlink")
 
 
-def test_symlink_loop_then_dotdot_back_to_a_real_file_is_harmless(tree: Path) -> None:
-    # The kernel would say ELOOP; we hand out the resolved, link-free path,
-    # which is inside, so allowing it leaks nothing.
+def test_symlink_loop_then_dotdot_is_a_loop_as_for_the_kernel(tree: Path) -> None:
     (tree / "self").symlink_to("self")
-    assert inside(tree, "self/../src/app.py") == tree / "src" / "app.py"
+    refused(tree, "self/../src/app.py", "symlink loop")
 
 
 def test_symlink_loop_then_dotdot_cannot_smuggle_an_unresolved_link(tree: Path) -> None:
@@ -241,8 +240,7 @@ def test_root_that_is_not_a_folder(tmp_path: Path) -> None:
         "..\u2215x",  # DIVISION SLASH
         "...",
         ".../x",
-        "src/app.py\n",
-        "a b/c\td",
+        "a b/c",
         "file:///etc/passwd",
     ],
 )
