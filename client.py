@@ -20,31 +20,21 @@ import json
 import os
 import sys
 import traceback
-import uuid
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.service import RPCError
+from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input
 
 import cli_session  # session hook
 from core.call_documents import CallDocumentError, calls_from_document
-from core.contracts import (
-    ApprovalDecision,
-    Policy,
-    Snapshot,
-    TurnInput,
-    TurnOptions,
-    TurnProgress,
-    TurnResult,
-    TurnStatus,
-    Workspace,
-)
+from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
 from core.formatting import describe_pending_call, render_text
 from core.shell_validator import validate_command
 from core.tool_specs import tool_definitions
 from runtime.connection import ConnectionFailed, connect
-from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
 
 DEFAULT_TASK_QUEUE = "agent-tools"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
@@ -98,8 +88,16 @@ def _load_json_file(path: str, what: str) -> Any:
         return json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise UsageError(f"{what} file {path} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} file {path} is a folder; pass the JSON file inside it") from None
+    except OSError as exc:
+        raise UsageError(f"{what} file {path} cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} file {path} is not UTF-8 text: {exc.reason}") from None
+    except RecursionError:
+        raise UsageError(f"{what} file {path} is nested too deeply to read; tool arguments are flat objects") from None
     except ValueError as exc:
-        raise UsageError(f"{what} file {path} is not valid JSON: {exc}") from None
+        raise UsageError(f"{what} file {path} is not valid JSON: {str(exc)[:200]}") from None
 
 
 def load_turn_input(args: argparse.Namespace) -> TurnInput:
@@ -108,8 +106,8 @@ def load_turn_input(args: argparse.Namespace) -> TurnInput:
         raise UsageError(f"workspace {workspace} is not a folder")
     try:
         calls = calls_from_document(_load_json_file(args.calls, "calls"))
-    except CallDocumentError as exc:
-        raise UsageError(f"calls file {args.calls}: {exc}") from None
+    except (CallDocumentError, ValueError, RecursionError) as exc:
+        raise UsageError(f"calls file {args.calls}: {str(exc)[:500] or 'nested too deeply'}") from None
     snapshots: list[Snapshot] = []
     if args.snapshots:
         raw = _load_json_file(args.snapshots, "snapshots")
@@ -117,18 +115,22 @@ def load_turn_input(args: argparse.Namespace) -> TurnInput:
             raw = raw["snapshots"]
         try:
             snapshots = [Snapshot.model_validate(s) for s in raw]
-        except Exception as exc:
+        except (ValueError, TypeError) as exc:
             raise UsageError(
                 f"snapshots file {args.snapshots}: expected the 'snapshots' list a turn returned: {exc}"
             ) from None
-    return TurnInput(
-        turn_id=args.turn_id or f"turn-{uuid.uuid4().hex[:12]}",
-        workspace=Workspace(root=str(workspace), task_queue=args.task_queue),
-        tool_calls=calls,
-        snapshots=snapshots,
-        policy=Policy(mode=args.policy) if args.policy else None,
-        options=TurnOptions(execution=_execution(args)),
-    )
+    try:
+        return build_turn_input(
+            workspace_root=str(workspace),
+            task_queue=args.task_queue,
+            tool_calls=calls,
+            turn_id=args.turn_id,
+            snapshots=snapshots,
+            policy=Policy(mode=args.policy) if args.policy else None,
+            execution=_execution(args),
+        )
+    except TurnInputError as exc:
+        raise UsageError(f"calls file {args.calls}: {exc}") from None
 
 
 def _execution(args: argparse.Namespace) -> str:
@@ -170,41 +172,57 @@ def print_progress(progress: TurnProgress, as_json: bool) -> None:
 
 
 async def _progress(client: Client, turn_id: str) -> TurnProgress:
-    return await client.get_workflow_handle(turn_id).query(AgentTurnWorkflow.status, result_type=TurnProgress)
+    return await TurnClient(client).status(turn_id)
+
+
+def _paused_notice(turn_id: str, pending: int) -> str:
+    return (
+        f"turn {turn_id} is paused waiting for approval ({pending} call(s)).\n"
+        f"  see:     python client.py show {turn_id}\n"
+        f"  approve: python client.py approve {turn_id} --reason ...\n"
+        f"  reject:  python client.py reject {turn_id} --reason ...\n"
+        "  or send the signal 'approve' from the Temporal Web UI."
+    )
 
 
 async def cmd_run(client: Client, args: argparse.Namespace) -> int:
     turn = load_turn_input(args)
-    handle = await client.start_workflow(
-        AgentTurnWorkflow.run,
-        turn,
-        id=turn.turn_id,
-        task_queue=args.workflow_task_queue or args.task_queue,
-        result_type=TurnResult,
-    )
+    turns = TurnClient(client)
+    queue = args.workflow_task_queue or args.task_queue
+    try:
+        handle = await turns.start_turn(turn, workflow_task_queue=queue, require_worker=not args.wait_for_worker)
+    except NoWorker as exc:
+        _err(f"error: {exc}; nothing was started")
+        return EXIT_FAILED
     if args.no_wait:
         _out(turn.turn_id)
         return EXIT_OK
     waiting = asyncio.ensure_future(handle.result())
-    told_paused = False
+    told: set[str] = set()
+    ticks = 0
     while True:
         done, _ = await asyncio.wait({waiting}, timeout=1.0)
         if done:
             break
-        if not told_paused:
-            try:
-                progress = await _progress(client, turn.turn_id)
-            except RPCError:
-                continue
-            if progress.status == TurnStatus.PAUSED:
-                told_paused = True
-                _err(
-                    f"turn {turn.turn_id} is paused waiting for approval ({len(progress.pending)} call(s)).\n"
-                    f"  see:     python client.py show {turn.turn_id}\n"
-                    f"  approve: python client.py approve {turn.turn_id} --reason ...\n"
-                    f"  reject:  python client.py reject {turn.turn_id} --reason ...\n"
-                    "  or send the signal 'approve' from the Temporal Web UI."
-                )
+        ticks += 1
+        if ticks % 3:
+            continue  # look around every 3 s
+        try:
+            stuck = await turns.stuck(turn.turn_id)
+            if stuck is not None and "stuck" not in told:
+                told.add("stuck")
+                _err(stuck.explain())
+            if "paused" not in told:
+                state, _ = await turns.pending_digest(turn.turn_id)
+                if state == TurnStatus.PAUSED.value:
+                    told.add("paused")
+                    progress = await turns.status(turn.turn_id)
+                    _err(_paused_notice(turn.turn_id, len(progress.pending)))
+            if "worker" not in told and await turns.workers_polling(queue) == 0:
+                told.add("worker")
+                _err(f"no worker polls the task queue {queue!r}; the turn waits until one starts")
+        except (RPCError, TurnProblem):
+            continue
     try:
         result: TurnResult = waiting.result()
     except WorkflowFailureError as exc:
@@ -220,14 +238,13 @@ async def cmd_status(client: Client, args: argparse.Namespace) -> int:
 
 
 async def cmd_result(client: Client, args: argparse.Namespace) -> int:
-    handle = client.get_workflow_handle(args.turn_id, result_type=TurnResult)
-    desc = await handle.describe()
-    if desc.status == WorkflowExecutionStatus.RUNNING:
-        progress = await _progress(client, args.turn_id)
+    turns = TurnClient(client)
+    if await turns.is_running(args.turn_id):
+        progress = await turns.status(args.turn_id)
         _err(f"turn {args.turn_id} has no result yet: it is {progress.status.value}")
         return EXIT_FAILED
     try:
-        result = await handle.result()
+        result = await turns.result(args.turn_id)
     except WorkflowFailureError as exc:
         _err(f"turn {args.turn_id} failed: {exc.cause or exc}")
         return EXIT_FAILED
@@ -235,32 +252,18 @@ async def cmd_result(client: Client, args: argparse.Namespace) -> int:
     return EXIT_REJECTED if result.status == TurnStatus.REJECTED else EXIT_OK
 
 
-async def paused_turns(client: Client) -> list[dict[str, Any]]:
-    query = f'WorkflowType="{WORKFLOW_NAME}" AND ExecutionStatus="Running"'
-    found = []
-    async for execution in client.list_workflows(query):
-        memo = await execution.memo()
-        if memo.get("turn_status") == TurnStatus.PAUSED.value:
-            found.append(
-                {
-                    "turn_id": execution.id,
-                    "batch_digest": memo.get("batch_digest"),
-                    "started": execution.start_time.isoformat() if execution.start_time else None,
-                    "task_queue": execution.task_queue,
-                }
-            )
-    return found
-
-
 async def cmd_pending(client: Client, args: argparse.Namespace) -> int:
-    turns = await paused_turns(client)
+    turns = await TurnClient(client).pending()
     if args.json:
         _out(json.dumps(turns, indent=2))
     elif not turns:
         _out("no turn is waiting for approval")
     else:
         for t in turns:
-            _out(f"{t['turn_id']}  started {t['started']}  digest {t['batch_digest'][:16]}…")
+            if t["stuck"]:
+                _out(f"{t['turn_id']}  STUCK  {t['stuck']}")
+            else:
+                _out(f"{t['turn_id']}  started {t['started']}  digest {(t['batch_digest'] or '?')[:16]}…")
     return EXIT_OK
 
 
@@ -281,27 +284,23 @@ async def cmd_show(client: Client, args: argparse.Namespace) -> int:
 
 
 async def cmd_decide(client: Client, args: argparse.Namespace, approve: bool) -> int:
-    progress = await _progress(client, args.turn_id)
-    if progress.status != TurnStatus.PAUSED:
-        _err(f"turn {args.turn_id} is {progress.status.value}, not waiting for approval")
-        return EXIT_FAILED
-    decision = ApprovalDecision(
-        batch_digest=args.digest or progress.batch_digest,
-        approve=approve,
-        approver=args.approver,
-        reason=args.reason or "",
-    )
-    handle = client.get_workflow_handle(args.turn_id)
-    if args.signal:
-        await handle.signal(AgentTurnWorkflow.approve if approve else AgentTurnWorkflow.reject, decision)
-        _out(f"sent {'approve' if approve else 'reject'} signal to {args.turn_id}")
-        return EXIT_OK
+    verb = "approve" if approve else "reject"
     try:
-        await handle.execute_update(AgentTurnWorkflow.decide, decision)
+        await TurnClient(client).decide(
+            args.turn_id,
+            approve=approve,
+            approver=args.approver,
+            reason=args.reason or "",
+            digest=args.digest,
+            signal=args.signal,
+        )
     except WorkflowUpdateFailedError as exc:
         _err(f"the turn refused the decision: {exc.cause.message if exc.cause else exc}")
         return EXIT_FAILED
-    _out(f"{'approved' if approve else 'rejected'} turn {args.turn_id} as {args.approver}")
+    if args.signal:
+        _out(f"sent {verb} signal to {args.turn_id} (it takes effect when a worker runs the turn)")
+    else:
+        _out(f"{'approved' if approve else 'rejected'} turn {args.turn_id} as {args.approver}")
     return EXIT_OK
 
 
@@ -330,6 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="print the TurnResult as JSON")
     run.add_argument("--no-wait", action="store_true", help="print the turn id and return at once")
+    run.add_argument(
+        "--wait-for-worker",
+        action="store_true",
+        help="start the turn even when no worker polls its task queue yet (it waits for one)",
+    )
 
     for name, text in (("status", "state and per-call progress"), ("result", "the finished turn's result")):
         p = sub.add_parser(name, help=text)
@@ -390,8 +394,14 @@ def run_cli(argv: list[str] | None = None) -> int:
     except ConnectionFailed as exc:
         _err(f"error: {exc}")
         return EXIT_USAGE
+    except TurnProblem as exc:
+        _err(f"error: {exc}")
+        return EXIT_FAILED
     except RPCError as exc:
         turn = getattr(args, "turn_id", None)
+        if exc.status == RPCStatusCode.NOT_FOUND and turn:
+            _err(f"error: no turn {turn} on this server (namespace {args.namespace or 'default'})")
+            return EXIT_FAILED
         _err(f"error: the server refused the request{f' for turn {turn}' if turn else ''}: {exc.message}")
         return EXIT_FAILED
 

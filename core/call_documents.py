@@ -12,6 +12,7 @@ Accepted shapes:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from core.contracts import ToolCall
@@ -19,6 +20,16 @@ from core.contracts import ToolCall
 
 class CallDocumentError(ValueError):
     pass
+
+
+def _arguments(value: Any, where: str) -> Any:
+    """A model's arguments: an object, a JSON string holding one, or nothing."""
+    if value is None or isinstance(value, (str, dict)):
+        return value
+    raise CallDocumentError(
+        f"{where}: arguments must be a JSON object (or a string holding one), got {type(value).__name__} "
+        f"{json.dumps(value)[:60] if isinstance(value, (int, float, bool, list)) else ''}".rstrip()
+    )
 
 
 def _from_item(item: Any, position: int) -> ToolCall | None:
@@ -30,7 +41,7 @@ def _from_item(item: Any, position: int) -> ToolCall | None:
         missing = [k for k in ("id", "name") if not item.get(k)]
         if missing:
             raise CallDocumentError(f"{where} (Anthropic tool_use) lacks {', '.join(missing)}")
-        return ToolCall(id=str(item["id"]), name=str(item["name"]), arguments=item.get("input") or {})
+        return ToolCall(id=str(item["id"]), name=str(item["name"]), arguments=_arguments(item.get("input") or {}, where))
     if kind in ("text", "thinking", "redacted_thinking"):
         return None  # prose around the calls
     if "function" in item:
@@ -39,9 +50,11 @@ def _from_item(item: Any, position: int) -> ToolCall | None:
             raise CallDocumentError(f"{where} (OpenAI tool call) has no function.name")
         if not item.get("id"):
             raise CallDocumentError(f"{where} (OpenAI tool call) has no id")
-        return ToolCall(id=str(item["id"]), name=str(fn["name"]), arguments=fn.get("arguments"))
+        return ToolCall(id=str(item["id"]), name=str(fn["name"]), arguments=_arguments(fn.get("arguments"), where))
     if "name" in item and "id" in item:
-        return ToolCall(id=str(item["id"]), name=str(item["name"]), arguments=item.get("arguments", item.get("input")))
+        return ToolCall(
+            id=str(item["id"]), name=str(item["name"]), arguments=_arguments(item.get("arguments", item.get("input")), where)
+        )
     raise CallDocumentError(
         f"{where} is not a tool call: expected OpenAI {{id, type: function, function: {{name, arguments}}}} "
         "or Anthropic {type: tool_use, id, name, input}"

@@ -18,7 +18,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.binaries import find_binary
-from client import paused_turns
+from runtime.api import TurnClient
 from core.contracts import (
     ApprovalDecision,
     Policy,
@@ -147,7 +147,7 @@ async def test_signals_wrong_digest_ignored_right_digest_continues(
         ), [r.getMessage() for r in caplog.records]
         # paused turns are found through visibility (the memo)
         for _ in range(50):
-            if turn.turn_id in [t["turn_id"] for t in await paused_turns(client)]:
+            if turn.turn_id in [t["turn_id"] for t in await TurnClient(client).pending()]:
                 break
             await asyncio.sleep(0.1)
         else:

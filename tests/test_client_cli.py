@@ -7,9 +7,11 @@ import json
 import uuid
 from pathlib import Path
 
+from temporalio import workflow
 from temporalio.client import Client
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from core.contracts import TurnProgress, TurnStatus
+from core.contracts import TurnInput, TurnProgress, TurnResult, TurnStatus
 from runtime.devserver import free_port
 from tests.processes import run_client, server_address
 from worker import build_worker
@@ -192,3 +194,110 @@ async def test_twenty_consecutive_runs_all_exit_zero(
             codes.append((done.returncode, done.stderr[-300:]))
             assert json.loads(done.stdout)["status"] == "completed"
     assert [c for c, _ in codes] == [0] * 20, codes
+
+
+async def test_every_bad_input_exits_2_with_a_message(tmp_path: Path, workspace: Path) -> None:
+    """Refused before any server is contacted (there is none at this address)."""
+    dead = ["--address", f"127.0.0.1:{free_port()}"]
+    cases: dict[str, tuple[object, str]] = {
+        "int arguments": ([{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": 42}}],
+                          "arguments must be a JSON object"),
+        "one 3 MB argument": ([openai_call(0, "write_file", path="big.txt", content="x" * 3_000_000)],
+                              "#1 write_file (call_0) 3,000,"),
+        "five of 450 KB": ([openai_call(i, "write_file", path=f"b{i}.txt", content="y" * 450_000) for i in range(5)],
+                           "Largest calls: #1 write_file"),
+        "5,001 calls": ([openai_call(i, "read_file", path="a") for i in range(5001)], "at most 5,000"),
+    }
+    for name, (doc, expected) in cases.items():
+        done = await client_cli(*dead, "run", "--workspace", str(workspace), "--calls", write_calls(tmp_path / "c.json", doc))
+        assert done.returncode == 2 and expected in done.stderr, (name, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr, name
+    deep = tmp_path / "deep.json"  # Anthropic input nested 1,000 deep
+    deep.write_text('[{"type": "tool_use", "id": "t1", "name": "read_file", "input": ' + '{"a": ' * 1000 + "{}" + "}" * 1000 + "}]")
+    done = await client_cli(*dead, "run", "--workspace", str(workspace), "--calls", str(deep))
+    assert done.returncode == 2 and "nested too deeply" in done.stderr, done.stderr[-2000:]
+    # A lone surrogate in Anthropic input (JSON text with the escape).
+    surrogate = tmp_path / "surrogate.json"
+    surrogate.write_text('[{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a\\ud800.txt"}}]')
+    done = await client_cli(*dead, "run", "--workspace", str(workspace), "--calls", str(surrogate))
+    assert done.returncode == 2 and "invalid Unicode" in done.stderr, done.stderr
+    folder = await client_cli(*dead, "run", "--workspace", str(workspace), "--calls", str(tmp_path))
+    assert folder.returncode == 2 and "is a folder" in folder.stderr, folder.stderr
+
+
+async def test_run_says_within_seconds_that_no_worker_polls(
+    client: Client, workspace: Path, task_queue: str, tmp_path: Path
+) -> None:
+    calls = write_calls(tmp_path / "c.json", [openai_call(0, "glob", pattern="*")])
+    done = await client_cli("--address", server_address(client), "run", "--workspace", str(workspace),
+                            "--calls", calls, "--task-queue", task_queue, "--turn-id", f"nw-{uuid.uuid4().hex[:6]}")
+    assert done.returncode == 1, done.stderr
+    assert f"no worker polls the task queue {task_queue!r}" in done.stderr and "nothing was started" in done.stderr
+    assert "python worker.py" in done.stderr
+
+
+async def test_approve_by_signal_while_the_worker_is_down(
+    client: Client, workspace: Path, task_queue: str, tmp_path: Path
+) -> None:
+    address = server_address(client)
+    calls = write_calls(tmp_path / "w.json", [openai_call(0, "write_file", path="new.txt", content="once\n")])
+    turn_id = f"sig-{uuid.uuid4().hex[:6]}"
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        started = await client_cli("--address", address, "run", "--workspace", str(workspace), "--calls", calls,
+                                   "--task-queue", task_queue, "--turn-id", turn_id, "--no-wait")
+        assert started.returncode == 0, started.stderr
+        handle = client.get_workflow_handle(turn_id, result_type=TurnResult)
+        for _ in range(100):
+            if (await (await handle.describe()).memo()).get("turn_status") == "paused":
+                break
+            await asyncio.sleep(0.05)
+    # No worker now: the update form says what to do; the signal waits in the history.
+    update = await client_cli("--address", address, "approve", turn_id)
+    assert update.returncode == 1 and "--signal" in update.stderr, update.stderr
+    signalled = await client_cli("--address", address, "approve", turn_id, "--signal", "--reason", "ok")
+    assert signalled.returncode == 0, signalled.stderr
+    status = await client_cli("--address", address, "status", turn_id)
+    assert status.returncode == 1 and "did not answer the status query within" in status.stderr, status.stderr
+    assert not (workspace / "new.txt").exists()
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        result = await handle.result()
+    assert result.status == TurnStatus.COMPLETED and result.decision and result.decision.via == "signal"
+    assert (workspace / "new.txt").read_text() == "once\n"
+
+
+@workflow.defn(name="AgentTurnWorkflow")
+class BrokenBuildTurnWorkflow:
+    """A build with a bug in workflow code: every workflow task fails."""
+
+    @workflow.run
+    async def run(self, turn: TurnInput) -> None:
+        raise RuntimeError("bug in this build: cannot follow the plan\nsecond line")
+
+
+async def test_status_and_pending_explain_a_stuck_turn(
+    client: Client, workspace: Path, task_queue: str, tmp_path: Path
+) -> None:
+    address = server_address(client)
+    calls = write_calls(tmp_path / "c.json", [openai_call(0, "glob", pattern="*")])
+    turn_id = f"stuck-{uuid.uuid4().hex[:6]}"
+    async with Worker(
+        client, task_queue=task_queue, workflows=[BrokenBuildTurnWorkflow], workflow_runner=UnsandboxedWorkflowRunner()
+    ):
+        started = await client_cli("--address", address, "run", "--workspace", str(workspace), "--calls", calls,
+                                   "--task-queue", task_queue, "--turn-id", turn_id, "--no-wait")
+        assert started.returncode == 0, started.stderr
+        for _ in range(100):
+            status = await client_cli("--address", address, "status", turn_id)
+            if "is stuck" in status.stderr:
+                break
+            await asyncio.sleep(0.1)
+        pending = await client_cli("--address", address, "pending")
+    try:
+        assert status.returncode == 1
+        assert f"turn {turn_id} is stuck: its workflow task has been failing since 20" in status.stderr
+        assert "bug in this build: cannot follow the plan" in status.stderr and "second line" not in status.stderr
+        assert "what to do:" in status.stderr and "terminate" in status.stderr
+        assert "Traceback" not in status.stderr
+        assert f"{turn_id}  STUCK" in pending.stdout, pending.stdout
+    finally:
+        await client.get_workflow_handle(turn_id).terminate("test over")

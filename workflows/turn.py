@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from core.policy import DEFAULT_POLICY_ACTIVITY
     from core.tool_specs import BASH, EDIT_FILE, WRITE_FILE
+    from runtime.limits import MAX_CALLS_PER_TURN
     from workflows.activity_options import LOCAL_START_TO_CLOSE, options_for
     from core.early_dispatch import BatchClose, ClosedBatch, DispatchedCall  # streaming dispatch (issue 14)
     from workflows.turn_dispatch import TurnDispatch  # streaming dispatch (issue 14)
@@ -183,6 +184,15 @@ class AgentTurnWorkflow:
         return self._finish(TurnStatus.COMPLETED)
 
     async def _record_plan(self, turn: TurnInput) -> None:
+        if len(turn.tool_calls) > MAX_CALLS_PER_TURN:
+            # Refused whole: the plan and results of such a batch cannot be
+            # kept within Temporal's payload limits (the client checks first).
+            raise ApplicationError(
+                f"turn {turn.turn_id} has {len(turn.tool_calls):,} tool calls; one turn takes at most "
+                f"{MAX_CALLS_PER_TURN:,}. Nothing was run: split the batch into several turns.",
+                type="BatchTooLarge",
+                non_retryable=True,
+            )
         try:
             plan = await workflow.execute_local_activity(
                 PLAN_TURN_ACTIVITY,

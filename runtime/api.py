@@ -1,0 +1,388 @@
+"""The library API for agent turns: what client.py, demo.py and an agent's own
+code call.
+
+    turns = TurnClient(await connect())
+    turn = build_turn_input(workspace_root="/srv/ws", task_queue="agent-tools", tool_calls=calls)
+    result = await turns.run_turn(turn)
+
+``build_turn_input`` is the one place that builds a ``TurnInput`` (and checks
+it against Temporal's limits). ``TurnClient`` answers in words when a turn
+cannot: a turn whose workflow task keeps failing is reported as
+``TurnStuck`` (which turn, since when, the first line of the failure, what to
+do), a query nobody answers times out as ``TurnNotAnswering``, and a start
+with no worker polling the queue is ``NoWorker``. ``add_to_worker`` puts our
+workflow and activities into an existing worker's options.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Callable, Iterable, Sequence
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import (
+    DescribeTaskQueueRequest,
+    GetWorkflowExecutionHistoryReverseRequest,
+)
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError, RPCStatusCode
+
+from core.arguments import input_problem
+from core.contracts import (
+    ApprovalDecision,
+    Policy,
+    Snapshot,
+    ToolCall,
+    TurnInput,
+    TurnOptions,
+    TurnProgress,
+    TurnResult,
+    TurnStatus,
+    Workspace,
+)
+from runtime.limits import LimitExceeded, check_batch
+from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
+
+QUERY_TIMEOUT_S = 5.0
+# A poller is listed for a while after its last poll (a long poll lasts ~60 s).
+POLLER_FRESH_S = 75.0
+
+
+class TurnInputError(ValueError):
+    """The turn cannot be started as given; the message says why and what to do."""
+
+
+class TurnProblem(RuntimeError):
+    """A turn that cannot answer; ``str()`` is the explanation for a person."""
+
+
+class TurnStuck(TurnProblem):
+    def __init__(self, stuck: "StuckTask") -> None:
+        super().__init__(stuck.explain())
+        self.stuck = stuck
+
+
+class TurnNotAnswering(TurnProblem):
+    pass
+
+
+class NoWorker(TurnProblem):
+    pass
+
+
+# ------------------------------------------------------------------ input
+def build_turn_input(
+    *,
+    workspace_root: str,
+    task_queue: str,
+    tool_calls: Sequence[ToolCall],
+    turn_id: str | None = None,
+    snapshots: Iterable[Snapshot] = (),
+    policy: Policy | None = None,
+    execution: str = "remote",
+) -> TurnInput:
+    """A TurnInput that Temporal will accept, or TurnInputError naming the
+    calls at fault (invalid Unicode, nesting, sizes, count)."""
+    calls = list(tool_calls)
+    for i, call in enumerate(calls):
+        problem = input_problem(call.id) or input_problem(call.name)
+        if problem is None and not isinstance(call.arguments, str):
+            # A string is the model's own text: planning reports its problems
+            # as the call's result. An object must be sent as is, so it must
+            # be sendable.
+            problem = input_problem(call.arguments)
+        if problem:
+            raise TurnInputError(f"tool call #{i + 1} ({ascii(call.id)}): {problem}")
+    try:
+        check_batch(calls)
+    except LimitExceeded as exc:
+        raise TurnInputError(str(exc)) from None
+    turn = TurnInput(
+        turn_id=turn_id or f"turn-{uuid.uuid4().hex[:12]}",
+        workspace=Workspace(root=workspace_root, task_queue=task_queue),
+        tool_calls=calls,
+        snapshots=list(snapshots),
+        policy=policy,
+        options=TurnOptions(execution=execution),  # type: ignore[arg-type]
+    )
+    try:
+        pydantic_data_converter.payload_converter.to_payloads([turn])
+    except Exception as exc:  # noqa: BLE001 - whatever the encoder refuses, say so
+        raise TurnInputError(f"the turn cannot be encoded for Temporal: {str(exc)[:300]}") from None
+    return turn
+
+
+# --------------------------------------------------------------- diagnosis
+@dataclass(frozen=True)
+class StuckTask:
+    turn_id: str
+    since: datetime
+    cause: str
+    first_line: str
+    attempts: int
+
+    def advice(self) -> str:
+        text = f"{self.cause} {self.first_line}".lower()
+        if "nondetermin" in text or "tmprl1100" in text:
+            return (
+                "The worker now running it has workflow code that differs from the build that started "
+                "the turn. Run the build that started it (worker versioning: see README 'Upgrading "
+                f"workers'), or reset the turn (`temporal workflow reset --workflow-id {self.turn_id} "
+                f"--type FirstWorkflowTask`) or end it (`temporal workflow terminate --workflow-id {self.turn_id}`)."
+            )
+        if "not registered" in text or "unknown workflow" in text:
+            return (
+                f"The worker polling its task queue does not know the workflow type {WORKFLOW_NAME}: "
+                "start a worker of this project (python worker.py ...) on that queue."
+            )
+        return (
+            "The worker's log has the full error. Fix the cause (or run the build that started the "
+            f"turn) and the turn continues by itself; or end it with `temporal workflow terminate "
+            f"--workflow-id {self.turn_id}`."
+        )
+
+    def explain(self) -> str:
+        return (
+            f"turn {self.turn_id} is stuck: its workflow task has been failing since "
+            f"{self.since.isoformat(timespec='seconds')} ({self.attempts} attempt(s)); {self.cause}: "
+            f"{self.first_line}\n  what to do: {self.advice()}"
+        )
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:300] if lines else "(no message)"
+
+
+class TurnClient:
+    def __init__(self, client: Client, *, query_timeout_s: float = QUERY_TIMEOUT_S) -> None:
+        self.client = client
+        self.query_timeout_s = query_timeout_s
+
+    # -------------------------------------------------------------- workers
+    async def workers_polling(self, task_queue: str, kind: str = "workflow") -> int:
+        """How many workers polled ``task_queue`` recently."""
+        queue_type = (
+            TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW if kind == "workflow" else TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY
+        )
+        response = await self.client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=self.client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=queue_type,
+            )
+        )
+        now = datetime.now().timestamp()
+        fresh = 0
+        for poller in response.pollers:
+            seen = poller.last_access_time.seconds if poller.HasField("last_access_time") else now
+            if now - seen <= POLLER_FRESH_S:
+                fresh += 1
+        return fresh
+
+    async def require_worker(self, task_queue: str) -> None:
+        if await self.workers_polling(task_queue) == 0:
+            raise NoWorker(
+                f"no worker polls the task queue {task_queue!r}: start one with "
+                f"`python worker.py --workspace DIR --task-queue {task_queue}` (or wait with --wait-for-worker)"
+            )
+
+    # ---------------------------------------------------------------- turns
+    async def start_turn(
+        self,
+        turn: TurnInput,
+        *,
+        workflow_task_queue: str | None = None,
+        require_worker: bool = True,
+    ) -> WorkflowHandle[Any, TurnResult]:
+        queue = workflow_task_queue or turn.workspace.task_queue
+        if require_worker:
+            await self.require_worker(queue)
+        return await self.client.start_workflow(
+            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=queue, result_type=TurnResult
+        )
+
+    async def run_turn(self, turn: TurnInput, **kw: Any) -> TurnResult:
+        handle = await self.start_turn(turn, **kw)
+        return await handle.result()
+
+    async def result(self, turn_id: str) -> TurnResult:
+        return await self.client.get_workflow_handle(turn_id, result_type=TurnResult).result()
+
+    async def is_running(self, turn_id: str) -> bool:
+        desc = await self.client.get_workflow_handle(turn_id).describe()
+        return desc.status == WorkflowExecutionStatus.RUNNING
+
+    async def stuck(self, turn_id: str) -> StuckTask | None:
+        """A running turn whose latest workflow task failed (and none
+        completed since) is stuck; None otherwise."""
+        handle = self.client.get_workflow_handle(turn_id)
+        desc = await handle.describe()
+        if desc.status != WorkflowExecutionStatus.RUNNING:
+            return None
+        response = await self.client.workflow_service.get_workflow_execution_history_reverse(
+            GetWorkflowExecutionHistoryReverseRequest(
+                namespace=self.client.namespace,
+                execution=WorkflowExecution(workflow_id=turn_id),
+                maximum_page_size=200,
+            )
+        )
+        for event in response.history.events:
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                return None
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                attrs = event.workflow_task_failed_event_attributes
+                pending = desc.raw_description.pending_workflow_task
+                cause = _cause_name(attrs.cause)
+                return StuckTask(
+                    turn_id=turn_id,
+                    since=event.event_time.ToDatetime(),
+                    cause=cause,
+                    first_line=_first_line(attrs.failure.message),
+                    attempts=max(pending.attempt, 1) if pending else 1,
+                )
+        return None
+
+    async def status(self, turn_id: str) -> TurnProgress:
+        """The turn's progress, or TurnStuck / TurnNotAnswering in words."""
+        stuck = await self.stuck(turn_id)
+        if stuck is not None:
+            raise TurnStuck(stuck)
+        handle = self.client.get_workflow_handle(turn_id)
+        try:
+            return await handle.query(
+                AgentTurnWorkflow.status,
+                result_type=TurnProgress,
+                rpc_timeout=timedelta(seconds=self.query_timeout_s),
+            )
+        except RPCError as exc:
+            stuck = await self.stuck(turn_id)
+            if stuck is not None:
+                raise TurnStuck(stuck) from None
+            if exc.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+                desc = await handle.describe()
+                workers = await self.workers_polling(desc.task_queue)
+                why = (
+                    f"no worker polls its task queue {desc.task_queue!r}; start one"
+                    if workers == 0
+                    else f"{workers} worker(s) poll its task queue {desc.task_queue!r} but none answered"
+                )
+                raise TurnNotAnswering(
+                    f"turn {turn_id} did not answer the status query within {self.query_timeout_s:g} s: {why}. "
+                    "A paused turn still holds its state; decisions sent with --signal wait in its history."
+                ) from None
+            raise
+
+    # ------------------------------------------------------------- approval
+    async def pending_digest(self, turn_id: str) -> tuple[str | None, str | None]:
+        """(turn status, batch digest) from the memo the turn publishes: read
+        from the server, so it works while no worker runs."""
+        desc = await self.client.get_workflow_handle(turn_id).describe()
+        memo = await desc.memo()
+        if desc.status != WorkflowExecutionStatus.RUNNING:
+            return (desc.status.name.lower() if desc.status else None), memo.get("batch_digest")
+        return memo.get("turn_status"), memo.get("batch_digest")
+
+    async def decide(
+        self,
+        turn_id: str,
+        *,
+        approve: bool,
+        approver: str,
+        reason: str = "",
+        digest: str | None = None,
+        signal: bool = False,
+    ) -> ApprovalDecision:
+        """Approve or reject a paused turn. ``signal=True`` needs no worker
+        (no query first; the decision waits in the history). The update form
+        answers with the turn's verdict and so needs a worker."""
+        state, memo_digest = await self.pending_digest(turn_id)
+        if state not in (TurnStatus.PAUSED.value, TurnStatus.RUNNING.value, None):
+            raise TurnProblem(f"turn {turn_id} is {state}, not waiting for approval")
+        decision = ApprovalDecision(
+            batch_digest=digest or memo_digest or "",
+            approve=approve,
+            approver=approver,
+            reason=reason,
+        )
+        if not decision.batch_digest:
+            raise TurnProblem(f"turn {turn_id} has not published its batch digest yet; pass --digest")
+        handle = self.client.get_workflow_handle(turn_id)
+        if signal:
+            await handle.signal(AgentTurnWorkflow.approve if approve else AgentTurnWorkflow.reject, decision)
+            return decision
+        # An update needs a worker to answer. Ask a (read-only) query first,
+        # with a short timeout, so that a missing worker is reported in
+        # seconds and leaves nothing pending behind.
+        try:
+            await self.status(turn_id)
+        except TurnNotAnswering as exc:
+            raise NoWorker(
+                f"{exc} An update needs a running worker to answer; send the decision as a signal "
+                "(--signal): it waits in the turn's history until a worker runs it."
+            ) from None
+        await handle.execute_update(AgentTurnWorkflow.decide, decision)
+        return decision
+
+    async def approve(self, turn_id: str, **kw: Any) -> ApprovalDecision:
+        return await self.decide(turn_id, approve=True, **kw)
+
+    async def reject(self, turn_id: str, **kw: Any) -> ApprovalDecision:
+        return await self.decide(turn_id, approve=False, **kw)
+
+    async def pending(self) -> list[dict[str, Any]]:
+        """Running turns that wait for approval, and running turns that are
+        stuck (with ``stuck`` set to the explanation)."""
+        query = f'WorkflowType="{WORKFLOW_NAME}" AND ExecutionStatus="Running"'
+        found = []
+        async for execution in self.client.list_workflows(query):
+            memo = await execution.memo()
+            stuck = await self.stuck(execution.id)
+            if memo.get("turn_status") != TurnStatus.PAUSED.value and stuck is None:
+                continue
+            found.append(
+                {
+                    "turn_id": execution.id,
+                    "batch_digest": memo.get("batch_digest"),
+                    "started": execution.start_time.isoformat() if execution.start_time else None,
+                    "task_queue": execution.task_queue,
+                    "stuck": stuck.explain() if stuck else None,
+                }
+            )
+        return found
+
+
+def _cause_name(cause: int) -> str:
+    from temporalio.api.enums.v1 import WorkflowTaskFailedCause
+
+    try:
+        name = WorkflowTaskFailedCause.Name(cause)
+    except ValueError:
+        return f"cause {cause}"
+    return name.removeprefix("WORKFLOW_TASK_FAILED_CAUSE_").replace("_", " ").lower()
+
+
+# ----------------------------------------------------------------- workers
+def add_to_worker(
+    worker_options: dict[str, Any],
+    *,
+    workspace_root: str | None,
+    default_policy: Policy | None = None,
+) -> dict[str, Any]:
+    """Add the turn workflow and the tool (and planning) activities to the
+    keyword arguments of an existing ``temporalio.worker.Worker``:
+
+        Worker(client, **add_to_worker({"task_queue": "q", "workflows": [Mine]}, workspace_root="/ws"))
+    """
+    from activities.registry import build_activities
+
+    options = dict(worker_options)
+    options["workflows"] = [*options.get("workflows", ()), AgentTurnWorkflow]
+    extra: list[Callable[..., Any]] = build_activities(workspace_root, default_policy)
+    options["activities"] = [*options.get("activities", ()), *extra]
+    return options
