@@ -236,7 +236,8 @@ def session_activities(
             beat.cancel()
         bounded = _bounded(response, config.provider, head)
         if dispatcher is not None:  # streaming dispatch: the transcript records the merged batch
-            bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls))
+            over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
+            bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls, abandon=over))
         assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls)
         try:
             bounded.transcript_head = await asyncio.to_thread(store.append, head, [assistant])

@@ -66,13 +66,21 @@ class StreamDispatcher:
             await self._handle.signal(DISPATCH_SIGNAL, item)
             self.sent += 1
 
-    async def close(self, calls: list[ToolCall]) -> ClosedBatch:
-        """Send what is queued, then the whole response; the merged batch."""
+    async def close(self, calls: list[ToolCall], abandon: bool = False) -> ClosedBatch:
+        """Send what is queued, then the whole response; the merged batch.
+        ``abandon``: the session ends with this response (its token limit),
+        so only the calls that started are kept."""
+        while not self._queue.empty():  # not yet sent: the close carries them anyway
+            self._queue.get_nowait()
         self._queue.put_nowait(None)
         await self._sender
-        return await self._handle.execute_update(
-            CLOSE_UPDATE, BatchClose(attempt=self._attempt, calls=calls), result_type=ClosedBatch
+        closed = await self._handle.execute_update(
+            CLOSE_UPDATE,
+            BatchClose(attempt=self._attempt, calls=calls, abandon=abandon, reason="token limit" if abandon else ""),
+            result_type=ClosedBatch,
         )
+        closed.dropped = max(0, len(calls) - len(closed.calls)) if abandon else 0
+        return closed
 
     def cancel(self) -> None:
         """The stream failed: a retry dispatches again (deduplicated there)."""
@@ -83,7 +91,7 @@ def merged_response(response: Any, closed: ClosedBatch) -> Any:
     """The bounded ModelResponse with the merged batch (repair notes moved
     to the merged positions)."""
     repairs = {str(int(k) + closed.prepended): v for k, v in response.repairs.items()}
-    return response.model_copy(update={"tool_calls": closed.calls, "repairs": repairs})
+    return response.model_copy(update={"tool_calls": closed.calls, "repairs": repairs, "dropped_calls": closed.dropped})
 
 
 @activity.defn(name=ABANDON_BATCH_ACTIVITY)

@@ -83,6 +83,8 @@ class ClosedBatch(BaseModel):
     prepended: int = 0
     # Merged positions whose call started while the model was streaming.
     started_early: list[int] = Field(default_factory=list)
+    # Calls of the response that will not run because the batch was abandoned.
+    dropped: int = 0
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,8 @@ class AgentSessionWorkflow:
                     return response
                 if limits.max_tokens is not None and self._usage.total >= limits.max_tokens:
                     unrun = f"; its {len(response.tool_calls)} tool call(s) were not run" if response.tool_calls else ""
+                    if self._open is not None:  # streaming dispatch: what had started is recorded
+                        unrun = await self._finish_open_batch(response.tool_calls, response.dropped_calls)
                     return await self._end(
                         SessionState.MAX_TOKENS,
                         f"stopped: {self._usage.total} tokens used, the limit is {limits.max_tokens}{unrun}",
@@ -184,6 +186,7 @@ class AgentSessionWorkflow:
             transcript_head=self._head,
             append=self._to_append,
             dispatch_to=self._open.turn_id if self._open is not None else None,  # streaming dispatch
+            tokens_left=None if self._input.limits.max_tokens is None else self._input.limits.max_tokens - self._usage.total,
         )
         try:
             response = await workflow.execute_activity(
@@ -290,6 +293,19 @@ class AgentSessionWorkflow:
         self._snapshots = list(result.snapshots)
         self._to_append.append(turn_result_entry(provider, result))
         self._last_turn = _record(result)
+
+    async def _finish_open_batch(self, started: list[ToolCall], dropped: int) -> str:
+        """streaming dispatch (issue 14): the token limit ends the session;
+        the activity closed the batch with only the calls that had started,
+        which finish and are recorded."""
+        assert self._open is not None
+        if not started:
+            await self._open.drop()
+            self._open = None
+        else:
+            await self._run_turn(started)
+        unrun = f"; its {dropped} tool call(s) were not run" if dropped else ""
+        return unrun + (f"; {len(started)} had started while the model streamed and ran" if started else "")
 
     async def _abandon_open_batch(self, reason: str) -> None:
         """streaming dispatch (issue 14): the model call failed after calls

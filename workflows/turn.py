@@ -160,7 +160,9 @@ class AgentTurnWorkflow:
         if self._dispatch is not None:  # streaming dispatch (issue 14)
             turn = self._turn = await self._dispatch.collect(turn)
             self._digest = batch_digest(turn.tool_calls)
-        if self._recorded:
+        if self._dispatch is not None and (streamed := self._dispatch.ready_plan()) is not None:
+            self._adopt(streamed)  # streaming dispatch: the whole batch was planned (recorded) as it streamed
+        elif self._recorded:
             await self._record_plan(turn)
         elif turn.policy is None:
             # The worker's default policy, fetched through a (recorded) local

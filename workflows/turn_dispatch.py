@@ -28,8 +28,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from activities.plan import PLAN_TURN_ACTIVITY, PlanRequest
-    from core.contracts import PlannedCall, ToolResult, TurnInput, TurnPlan
-    from core.early_dispatch import BatchBook, BatchClose, CallFacts, ClosedBatch, DispatchedCall, Key
+    from core.contracts import PlannedCall, ToolCall, ToolResult, TurnInput, TurnPlan
+    from core.early_dispatch import BatchBook, BatchClose, CallFacts, ClosedBatch, DispatchedCall, Key, same_call
 
 if TYPE_CHECKING:
     from workflows.turn import AgentTurnWorkflow
@@ -49,6 +49,8 @@ class TurnDispatch:
         self._tasks: dict[Key, asyncio.Task[ToolResult]] = {}
         self._closed: ClosedBatch | None = None
         self._origin: dict[int, Key] = {}  # merged position -> started call
+        self._prefix_plans: dict[int, tuple[list[ToolCall], TurnPlan]] = {}  # attempt -> last planned prefix
+        self._close_attempt = 0
 
     # ------------------------------------------------------------ handlers
     def on_dispatch(self, dispatched: DispatchedCall) -> None:
@@ -65,6 +67,7 @@ class TurnDispatch:
         """Merge once; a repeated close (a retried activity) gets the batch
         already closed, so the transcript records what actually runs."""
         if self._closed is None:
+            self._close_attempt = close.attempt
             self._closed, self._origin = self.book.merge(close)
             if close.abandon:
                 workflow.logger.info("open batch abandoned (%s); %d started call(s) kept", close.reason, len(self._origin))
@@ -84,39 +87,57 @@ class TurnDispatch:
         return turn.model_copy(update={"tool_calls": self._closed.calls, "open_batch": True})
 
     async def _consider(self, turn: TurnInput, keys: list[Key]) -> None:
-        fresh: list[Key] = []
+        """Plan each touched attempt's stream so far (positions 0..n-1, all
+        known) in one recorded plan_turn call and start what may start. The
+        prefix's plan is the whole batch's plan when nothing more arrives, so
+        the usual full-batch planning is then not repeated at close."""
         for key in keys:
             match = self.book.started_match(key)
             if match is not None:
                 self.book.aliases[key] = match  # already running: never twice
-            else:
-                fresh.append(key)
-        if not fresh:
-            return
-        calls = [self.book.streams[a][p] for a, p in fresh]
-        try:
-            plan = await workflow.execute_local_activity(
-                PLAN_TURN_ACTIVITY,
-                PlanRequest(workspace_root=turn.workspace.root, tool_calls=calls, policy=turn.policy),
-                result_type=TurnPlan,
-                start_to_close_timeout=PLAN_START_TO_CLOSE,
-            )
-        except ActivityError as err:
-            # Nothing starts early; the whole batch is planned at close as usual.
-            workflow.logger.warning("could not plan dispatched calls early: %s", err)
-            return
-        planned: dict[Key, PlannedCall] = {}
-        for key, call in zip(fresh, plan.calls):
-            self.book.facts[key] = CallFacts(
-                concurrency_safe=call.concurrency_safe,
-                runs_without_approval=call.action == "allow" and call.early_result is None,
-            )
-            planned[key] = call
-        if self._closed is not None:
-            return  # closed while planning: the full plan decides
-        for key, call in planned.items():
-            if self.book.may_start(key):
-                self._start(key, call)
+        for attempt in sorted({a for a, _ in keys}):
+            stream = self.book.streams[attempt]
+            known = 0
+            while known in stream:
+                known += 1
+            if known == 0:
+                continue  # the first position has not arrived: nothing can start yet
+            prefix = [stream[q] for q in range(known)]
+            try:
+                plan = await workflow.execute_local_activity(
+                    PLAN_TURN_ACTIVITY,
+                    PlanRequest(workspace_root=turn.workspace.root, tool_calls=prefix, policy=turn.policy),
+                    result_type=TurnPlan,
+                    start_to_close_timeout=PLAN_START_TO_CLOSE,
+                )
+            except ActivityError as err:
+                # Nothing starts early; the whole batch is planned at close as usual.
+                workflow.logger.warning("could not plan dispatched calls early: %s", err)
+                return
+            self._prefix_plans[attempt] = (prefix, plan)
+            for q, call in enumerate(plan.calls):
+                self.book.facts[(attempt, q)] = CallFacts(
+                    concurrency_safe=call.concurrency_safe,
+                    runs_without_approval=call.action == "allow" and call.early_result is None,
+                )
+            if self._closed is not None:
+                return  # closed while planning: the full plan decides
+            for q, call in enumerate(plan.calls):
+                if self.book.may_start((attempt, q)):
+                    self._start((attempt, q), call)
+
+    def ready_plan(self) -> TurnPlan | None:
+        """The recorded plan of exactly the closed batch, when the last
+        prefix planned is it (same calls, same ids); else None: plan anew."""
+        if self._closed is None or self._closed.prepended:
+            return None
+        prefix, plan = self._prefix_plans.get(self._close_attempt, ([], None))
+        calls = self._closed.calls
+        if plan is None or len(prefix) != len(calls):
+            return None
+        if any(a.id != b.id or not same_call(a, b) for a, b in zip(prefix, calls)):
+            return None
+        return plan
 
     def _start(self, key: Key, call: PlannedCall) -> None:
         source = self.book.streams[key[0]][key[1]]
