@@ -13,7 +13,7 @@ from temporalio.client import Client
 
 from core.contracts import ToolCall, TurnInput, TurnResult, TurnStatus, Workspace
 from core.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
-from core.session_contracts import SessionState, SessionView
+from core.session_contracts import SessionLimits, SessionState, SessionView
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool, unauthorized
 from tests.processes import run_client, server_address
@@ -188,3 +188,20 @@ async def test_the_cli_turns_streaming_dispatch_off(
         await sessions.close(client, f"cli-{task_queue}")
     assert not [e for e in events if e.kind in ("signal", "update")]  # the whole batch came in the input
     assert len(tool_runs(events, "read_file")) == 1
+
+
+async def test_the_token_limit_keeps_what_started_and_runs_nothing_else(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    model_server.add(Reply(input_tokens=50, output_tokens=10, tokens_per_second=150, tool_calls=[
+        tool("read_file", path="a.txt"), tool("write_file", path="never.txt", content=CONTENT)]))
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await _start(client, workspace, task_queue, "openai", limits=SessionLimits(max_tokens=40))
+        result = await sessions.result(client, sid)
+        entries = await sessions.transcript(client, sid)
+    assert result.state == SessionState.MAX_TOKENS and not (workspace / "never.txt").exists()
+    assert "its 1 tool call(s) were not run; 1 had started" in result.message
+    assert [e.kind for e in entries] == ["system", "user", "assistant", "tool_results", "note"]
+    assert [c.name for c in entries[2].tool_calls] == ["read_file"]
+    assert "alpha" in entries[3].items[0]["content"]
