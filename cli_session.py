@@ -58,6 +58,8 @@ def register(sub: Any) -> None:
     run.add_argument("--prompt", required=True, help="what the agent should do")
     run.add_argument("--policy", choices=["auto", "ask-writes", "ask-all"], help="approval mode (default: the worker's)")
     run.add_argument("--max-turns", type=int, help="stop after this many model calls (default 100)")
+    run.add_argument("--max-output-tokens", type=int,
+                     help="cap on one response's tokens (Anthropic default 8192; OpenAI: none sent)")
     run.add_argument("--session-id", help="workflow id (default: a new random one)")
     run.add_argument("--json", action="store_true", help="print the session's status as JSON (with session_id)")
     run.add_argument("--no-wait", action="store_true", help="print the session id and return at once")
@@ -152,6 +154,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         start = dict(
             workspace=args.workspace, task_queue=args.task_queue, provider=args.provider, model=args.model,
             prompt=args.prompt, base_url=args.base_url, policy=args.policy, max_model_calls=args.max_turns,
+            max_output_tokens=args.max_output_tokens,
             streaming_dispatch=not args.no_streaming_dispatch,  # streaming dispatch (issue 14)
         )
         try:

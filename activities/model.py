@@ -52,6 +52,21 @@ HEARTBEAT_EVERY_S = 2.0
 MAX_RETRY_AFTER_S = 300.0
 
 _PROVIDERS = {"openai": model_openai, "anthropic": model_anthropic}
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP library's own transport errors: a stream cut in the middle
+    surfaces as one of these, not always wrapped by the SDK."""
+    found: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(__import__(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+_TRANSPORT_ERRORS = _transport_errors()
 _clients: dict[tuple[str, str, str | None], Any] = {}
 
 
@@ -107,9 +122,10 @@ def retry_after(headers: dict[str, str]) -> timedelta | None:
         try:
             seconds = float(raw)
         except ValueError:
-            parsed = email.utils.parsedate_to_datetime(raw) if raw else None
-            if parsed is not None:
-                seconds = parsed.timestamp() - time.time()
+            try:
+                seconds = email.utils.parsedate_to_datetime(raw).timestamp() - time.time()
+            except (TypeError, ValueError):
+                seconds = None  # neither seconds nor an HTTP date: use the backoff
     if seconds is None or seconds < 0:
         return None
     return timedelta(seconds=min(seconds, MAX_RETRY_AFTER_S))
@@ -119,7 +135,7 @@ def classify(provider: str, exc: BaseException) -> ApplicationError | None:
     """The ApplicationError a model failure becomes; None: not a model API
     failure (a bug), let it propagate."""
     module = _PROVIDERS[provider]
-    if isinstance(exc, module.CONNECTION_ERRORS):
+    if isinstance(exc, module.CONNECTION_ERRORS + _TRANSPORT_ERRORS):
         return ApplicationError(f"cannot reach the model API: {exc}", type=errors.CONNECTION_ERROR)
     details = module.error_details(exc)
     if details is None:

@@ -31,11 +31,18 @@ from core.session_contracts import (
     SessionInput,
     SessionLimits,
     SessionResult,
+    SessionState,
     SessionStatus,
     SessionView,
     TranscriptEntry,
 )
 from workflows.session import WORKFLOW_NAME, AgentSessionWorkflow
+
+__all__ = [
+    "SessionError", "SessionLimits", "SessionResult", "SessionState", "SessionView", "TranscriptEntry",
+    "session_input", "start_session", "run_session", "session_status", "pending", "wait_for_answer", "send",
+    "approve", "reject", "transcript", "result", "close", "cancel", "running_sessions", "worker_parts",
+]
 
 
 class SessionError(Exception):
@@ -171,7 +178,14 @@ async def run_session(client: Client, **kwargs: Any) -> SessionView:
     return await wait_for_answer(client, session_id, on_approval_needed=on_approval)
 
 
-async def send(client: Client, session_id: str, text: str, *, wait: bool = False) -> SessionView | None:
+async def send(
+    client: Client,
+    session_id: str,
+    text: str,
+    *,
+    wait: bool = False,
+    on_approval_needed: Callable[[SessionView], Awaitable[None] | None] | None = None,
+) -> SessionView | None:
     """Send the user's next message; with ``wait``, return after the answer."""
     before = await session_status(client, session_id)
     if before.state.ended:
@@ -179,7 +193,9 @@ async def send(client: Client, session_id: str, text: str, *, wait: bool = False
     await client.get_workflow_handle(session_id).signal(AgentSessionWorkflow.send, text)
     if not wait:
         return None
-    return await wait_for_answer(client, session_id, after_answers=before.answers)
+    return await wait_for_answer(
+        client, session_id, after_answers=before.answers, on_approval_needed=on_approval_needed
+    )
 
 
 async def _decide(

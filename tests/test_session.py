@@ -11,7 +11,7 @@ from temporalio.client import Client
 from core.session_contracts import SessionState
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
-from tests.session_support import API_KEY, model_server  # noqa: F401  (fixture)
+from tests.test_session_support import API_KEY, model_server  # noqa: F401  (fixture)
 from worker import build_worker
 
 
@@ -61,3 +61,32 @@ async def test_full_session(
         assert "input_schema" in second["tools"][0] and second["system"].startswith("You are")
     # The key is in the worker's environment only, never in the history.
     assert API_KEY not in json.dumps(history.to_json_dict())
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_each_tool_call_surfaces_while_the_model_still_streams(
+    provider: str, client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    """The hook streaming dispatch (issue 14) builds on: through the real SDK
+    stream, a call is handed over when its JSON closes, before the response ends."""
+    from activities.model import session_activities
+
+    seen: list[tuple[int, str, int]] = []  # (position, name, streams still open)
+
+    def on_closed(request: object, call: object) -> None:
+        seen.append((call.position, call.name, model_server.streams_in_progress))  # type: ignore[attr-defined]
+
+    model_server.add(
+        Reply(tool_calls=[tool("glob", pattern="*.py"), tool("grep", pattern="def f", path=".", include="*.py")],
+              tokens_per_second=50),
+        Reply(text="ok"),
+    )
+    (workspace / "a.py").write_text("def f(): pass\n")
+    extras = session_activities(str(workspace), on_closed_call=on_closed)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace), extra_activities=extras):
+        sid = await sessions.start_session(client, workspace=workspace, task_queue=task_queue, provider=provider,
+                                           model="scripted", prompt="find f", policy="auto")
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+    assert view.last_answer == "ok"
+    assert [(p, n) for p, n, _ in seen] == [(0, "glob"), (1, "grep")]
+    assert seen[0][2] == 1  # glob was complete while the stream was still open

@@ -11,7 +11,7 @@ from temporalio.client import Client
 
 from tests.model_server import Reply, ScriptedModelServer, tool
 from tests.processes import run_client, server_address
-from tests.session_support import model_server  # noqa: F401  (fixture)
+from tests.test_session_support import model_server  # noqa: F401  (fixture)
 from worker import build_worker
 
 
@@ -29,6 +29,9 @@ async def test_session_commands(client: Client, workspace: Path, task_queue: str
         Reply(tool_calls=[tool("write_file", path="new.txt", content="x\n")]),
         Reply(text="I was not allowed to write new.txt."),
     )
+    code, _, err = await cli(client, "run", "--workspace", str(workspace / "missing"), "--provider", "openai",
+                             "--model", "m", "--prompt", "x")
+    assert code == 2 and "is not a folder" in err
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
         code, out, err = await cli(client, "run", "--workspace", str(workspace), "--task-queue", task_queue,
                                    "--provider", "openai", "--model", "scripted", "--prompt", "what does app.py do?",

@@ -15,7 +15,7 @@ from core.contracts import ApprovalDecision
 from core.session_contracts import SessionLimits, SessionState, SessionView
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, context_too_long, rate_limited, server_error, tool, unauthorized
-from tests.session_support import model_server  # noqa: F401  (fixture)
+from tests.test_session_support import model_server  # noqa: F401  (fixture)
 from worker import build_worker
 from workflows.session import AgentSessionWorkflow
 
@@ -27,16 +27,22 @@ async def _start(client: Client, workspace: Path, task_queue: str, provider: str
     )
 
 
-async def test_rate_limit_and_server_error_are_retried_honouring_retry_after(
-    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_broken_stream_server_error_and_rate_limit_are_retried_honouring_retry_after(
+    provider: str, client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
 ) -> None:
-    model_server.add(server_error(), rate_limited(retry_after_s=1.5), Reply(text="made it"))
+    model_server.add(
+        Reply(text="this stream breaks " * 5, drop_after_pieces=3), server_error(), rate_limited(retry_after_s=1.5),
+        Reply(text="made it"),
+    )
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
-        sid = await _start(client, workspace, task_queue)
+        sid = await _start(client, workspace, task_queue, provider)
         view = await sessions.wait_for_answer(client, sid, timeout=60)
+        entries = await sessions.transcript(client, sid)
     assert view.state == SessionState.WAITING_FOR_USER and view.last_answer == "made it"
-    assert len(model_server.requests) == 3
-    gap = model_server.requests[2].received_at - model_server.requests[1].received_at
+    assert view.model_calls == 1 and len(model_server.requests) == 4
+    assert [e.kind for e in entries] == ["system", "user", "assistant"]  # nothing of the broken attempts
+    gap = model_server.requests[3].received_at - model_server.requests[2].received_at
     assert gap >= 1.4, f"the retry came {gap:.2f} s after a 429 that said Retry-After: 1.5"
 
 

@@ -17,7 +17,7 @@ from runtime.connection import connect
 from runtime.devserver import DevServer, free_port
 from tests.model_server import Reply, ScriptedModelServer, tool
 from tests.processes import WorkerProcess, server_address
-from tests.session_support import model_server  # noqa: F401  (fixture)
+from tests.test_session_support import model_server  # noqa: F401  (fixture)
 
 
 async def _until(predicate, what: str, log: Path, timeout: float = 30) -> None:  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ from temporalio.client import Client
 from core.session_contracts import SessionLimits, SessionState
 from runtime import session_api as sessions
 from tests.model_server import Recorded, Reply, ScriptedModelServer, tool
-from tests.session_support import model_server  # noqa: F401  (fixture)
+from tests.test_session_support import model_server  # noqa: F401  (fixture)
 from worker import build_worker
 
 CALLS = int(os.environ.get("SESSION_LONG_CALLS", "150"))

@@ -1,7 +1,7 @@
 """Recorded session histories (a paused-then-approved turn, a continue-as-new,
 a cancel in the middle of a turn) replay against the current session code.
 
-    python -m tests.test_session_replay     # re-record tests/histories/session_*.json
+    python -m tests.test_session_replay     # re-record tests/histories/sessions/session_*.json
 
 Re-record only after an intentional, versioned (workflow.patched) change.
 """
@@ -31,7 +31,8 @@ from workflows.session import AgentSessionWorkflow
 CONTINUED_AS_NEW = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
 CANCEL_REQUESTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
 CHILD_STARTED = EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED
-HISTORIES = Path(__file__).parent / "histories"
+# A folder of their own: tests/test_replay.py expects exactly its turn scenarios in histories/.
+HISTORIES = Path(__file__).parent / "histories" / "sessions"
 SCENARIOS = ["session_approval", "session_continue_as_new", "session_cancelled"]
 
 

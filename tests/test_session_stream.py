@@ -130,3 +130,13 @@ def test_transcript_nodes_are_content_addressed_and_verified() -> None:
     assert decode_node(digest, data) == (None, entry)
     with pytest.raises(TranscriptCorrupted):
         decode_node(digest, data.replace(b"hello", b"hellO"))
+
+
+def test_the_default_system_prompt_names_every_tool_and_its_rules() -> None:
+    from core.session_prompt import default_system_prompt
+    from core.tool_specs import TOOLS
+
+    prompt = default_system_prompt()
+    for name, spec in TOOLS.items():
+        assert f"- {name}: {spec.description}" in prompt
+    assert "must be read in this session" in prompt and "approval" in prompt

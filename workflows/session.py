@@ -379,14 +379,18 @@ class AgentSessionWorkflow:
     async def _cancelled(self) -> SessionResult:
         ran = ""
         if self._current_turn is not None:
-            progress = await workflow.execute_activity(
-                DESCRIBE_TURN,
-                self._current_turn,
-                result_type=TurnProgress,
-                task_queue=self._input.workspace.task_queue,
-                start_to_close_timeout=SMALL_ACTIVITY_TIMEOUT,
-                retry_policy=RetryPolicy(maximum_attempts=2),
-            )
+            try:
+                progress: TurnProgress | None = await workflow.execute_activity(
+                    DESCRIBE_TURN,
+                    self._current_turn,
+                    result_type=TurnProgress,
+                    task_queue=self._input.workspace.task_queue,
+                    start_to_close_timeout=SMALL_ACTIVITY_TIMEOUT,
+                    retry_policy=RetryPolicy(maximum_attempts=2),
+                )
+            except ActivityError as err:  # the record is best effort; the session still ends
+                workflow.logger.warning("could not read what turn %s ran: %s", self._current_turn, err)
+                progress = None
             self._last_turn = _record_progress(self._current_turn, self._current_calls, progress)
             self._current_turn = None
         if self._last_turn is not None:

@@ -1,5 +1,5 @@
-"""Shared pieces of the session tests: a scripted model server wired into
-the environment the way a real worker reads it, and a worker for a workspace."""
+"""Shared pieces of the session tests (no tests here): a scripted model server wired into
+the environment the way a real worker reads it."""
 
 from __future__ import annotations
 
