@@ -115,7 +115,7 @@ def _artifacts_dir(root: str | Path) -> int:
             base = os.open(ARTIFACTS_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=ws.fd)
         except OSError:
             raise WorkspaceError(
-                f"{ARTIFACTS_DIR} in the workspace is a symlink or not a folder; "
+                f"{ARTIFACTS_DIR} in the workspace is a symbolic link or not a folder; "
                 "remove it so that full outputs can be saved there"
             ) from None
     try:

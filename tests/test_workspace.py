@@ -310,7 +310,7 @@ def test_artifacts_are_saved_inside_and_ignored(tree: Path) -> None:
 def test_artifacts_folder_replaced_by_a_symlink_is_refused(tree: Path) -> None:
     outside = tree.parent / "outside"
     (tree / ARTIFACTS_DIR).symlink_to(outside)
-    with pytest.raises(WorkspaceError, match="symlink or not a folder"):
+    with pytest.raises(WorkspaceError, match="symbolic link or not a folder"):
         save_artifact(tree, "c1", "bash", "data")
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
 
