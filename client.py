@@ -26,7 +26,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input
+from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
 import cli_session  # session hook
 from core.call_documents import CallDocumentError, calls_from_document
@@ -149,6 +149,8 @@ def print_result(result: TurnResult, as_json: bool) -> None:
         _out(_dump(result))
         return
     _out(f"turn {result.turn_id}: {result.status.value}")
+    if result.results_artifact:
+        _out(f"results ({result.result_counts}) are kept in the workspace folder {result.results_artifact}")
     if result.decision:
         d = result.decision
         _out(f"decision: {'approved' if d.approve else 'rejected'} by {d.approver} via {d.via}"
@@ -224,7 +226,7 @@ async def cmd_run(client: Client, args: argparse.Namespace) -> int:
         except (RPCError, TurnProblem):
             continue
     try:
-        result: TurnResult = waiting.result()
+        result: TurnResult = load_offloaded(waiting.result(), turn.workspace.root)
     except WorkflowFailureError as exc:
         _err(f"turn {turn.turn_id} failed: {exc.cause or exc}")
         return EXIT_FAILED

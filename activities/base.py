@@ -16,10 +16,11 @@ from typing import Awaitable, Callable, TypeVar
 from pydantic import ValidationError
 from temporalio import activity
 
+from activities.applied import record_result, recorded_result
 from activities.workspace import WorkspaceError, save_artifact
 from core.arguments import describe_validation_error
 from core.contracts import ToolRequest, ToolResult
-from core.tool_specs import TOOLS, ToolArgs
+from core.tool_specs import BASH, TOOLS, ToolArgs
 
 # No result may come near Temporal's 2 MiB payload limit; tens of kB is what a
 # model can use anyway. What is cut goes to the artifacts folder.
@@ -85,9 +86,13 @@ async def run_tool(
     if activity.in_activity() and not activity.info().is_local:
         # Lets the server notice a dead worker within the heartbeat timeout.
         heartbeat = asyncio.create_task(_heartbeat_forever())
+    # Writes and edits of a turn journal their results (bash is never retried).
+    journaled = not isinstance(args, ToolResult) and _journaled(request)
     try:
         if isinstance(args, ToolResult):
             result = args
+        elif journaled and (prior := recorded_result(request)) is not None:
+            result = prior  # this call already ran: say what happened then
         else:
             try:
                 if in_thread:
@@ -96,6 +101,15 @@ async def run_tool(
                     result = await impl(request, args)  # type: ignore[misc]
             except WorkspaceError as exc:
                 result = ToolResult.error(request.call_id, request.tool, str(exc))
+            except Exception as exc:  # noqa: BLE001 - a tool that raises is this call's error result
+                result = ToolResult.error(
+                    request.call_id,
+                    request.tool,
+                    f"{request.tool} failed: {type(exc).__name__}: {exc}",
+                    metadata={"failure": "tool_exception"},
+                )
+            if journaled:
+                await asyncio.to_thread(record_result, request, result)
     finally:
         if heartbeat is not None:
             heartbeat.cancel()
@@ -109,6 +123,11 @@ async def run_tool(
     result.name = request.tool
     result.elapsed_ms = round((time.monotonic() - started) * 1000, 3)
     return result
+
+
+def _journaled(request: ToolRequest) -> bool:
+    spec = TOOLS.get(request.tool)
+    return bool(request.turn_id) and spec is not None and spec.writes and request.tool != BASH
 
 
 def tool_activity(

@@ -9,6 +9,7 @@ from temporalio import activity
 from activities.base import tool_activity
 from activities.bash import run_bash
 from activities.plan import build_plan_activity
+from activities.turn_results import save_turn_result_part
 from activities.files import edit_file, read_file, write_file
 from activities.search import glob_files, grep
 from core.contracts import Policy
@@ -38,4 +39,4 @@ def build_activities(
         tool_activity(BASH, run_bash, in_thread=False, allowed_root=workspace_root),
     ]
     assert {a.__temporal_activity_definition.name for a in tools} == set(TOOLS)  # type: ignore[attr-defined]
-    return [*tools, default_policy_activity, build_plan_activity(policy)]
+    return [*tools, default_policy_activity, build_plan_activity(policy), save_turn_result_part]

@@ -192,6 +192,12 @@ class TurnResult(BaseModel):
     anthropic_blocks: list[dict[str, Any]]
     snapshots: list[Snapshot]
     decision: DecisionRecord | None = None
+    # Set when the full result did not fit in one Temporal payload: results,
+    # messages and blocks are then empty here and the whole TurnResult's JSON
+    # is in this folder of the workspace (parts in name order; see
+    # runtime.api.load_offloaded). ``result_counts`` summarises it.
+    results_artifact: str | None = None
+    result_counts: dict[str, int] = Field(default_factory=dict)
 
 
 class PlannedCall(BaseModel):

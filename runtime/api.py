@@ -16,8 +16,11 @@ workflow and activities into an existing worker's options.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Sequence
 
@@ -51,6 +54,7 @@ from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
 QUERY_TIMEOUT_S = 5.0
 # A poller is listed for a while after its last poll (a long poll lasts ~60 s).
 POLLER_FRESH_S = 75.0
+WORKER_GRACE_S = 3.0
 
 
 class TurnInputError(ValueError):
@@ -185,12 +189,17 @@ class TurnClient:
                 fresh += 1
         return fresh
 
-    async def require_worker(self, task_queue: str) -> None:
-        if await self.workers_polling(task_queue) == 0:
-            raise NoWorker(
-                f"no worker polls the task queue {task_queue!r}: start one with "
-                f"`python worker.py --workspace DIR --task-queue {task_queue}` (or wait with --wait-for-worker)"
-            )
+    async def require_worker(self, task_queue: str, grace_s: float = WORKER_GRACE_S) -> None:
+        """NoWorker unless a worker polls ``task_queue`` within ``grace_s``
+        (a worker that has just started registers with its first poll)."""
+        deadline = time.monotonic() + grace_s
+        while await self.workers_polling(task_queue) == 0:
+            if time.monotonic() >= deadline:
+                raise NoWorker(
+                    f"no worker polls the task queue {task_queue!r}: start one with "
+                    f"`python worker.py --workspace DIR --task-queue {task_queue}` (or wait with --wait-for-worker)"
+                )
+            await asyncio.sleep(0.25)
 
     # ---------------------------------------------------------------- turns
     async def start_turn(
@@ -208,8 +217,10 @@ class TurnClient:
         )
 
     async def run_turn(self, turn: TurnInput, **kw: Any) -> TurnResult:
+        """Start the turn and wait for its result (loaded back from the
+        workspace when it was offloaded)."""
         handle = await self.start_turn(turn, **kw)
-        return await handle.result()
+        return load_offloaded(await handle.result(), turn.workspace.root)
 
     async def result(self, turn_id: str) -> TurnResult:
         return await self.client.get_workflow_handle(turn_id, result_type=TurnResult).result()
@@ -355,6 +366,20 @@ class TurnClient:
                 }
             )
         return found
+
+
+def load_offloaded(result: TurnResult, workspace_root: str) -> TurnResult:
+    """The full TurnResult of an offloaded turn, when the workspace is
+    readable here; otherwise the result as returned (it names the folder)."""
+    if not result.results_artifact:
+        return result
+    folder = Path(workspace_root) / result.results_artifact
+    try:
+        parts = sorted(folder.glob("*.part"))
+        text = "".join(p.read_text(encoding="utf-8") for p in parts)
+        return TurnResult.model_validate_json(text)
+    except (OSError, ValueError):
+        return result
 
 
 def _cause_name(cause: int) -> str:

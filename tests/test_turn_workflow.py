@@ -352,3 +352,39 @@ async def test_tool_wrapper_bounds_any_oversized_output(workspace: Path) -> None
     saved = workspace / result.metadata["full_output"]
     assert saved.read_text() == "line\n" * 200_000
     assert "full output saved to .agent-artifacts/" in result.output
+
+
+@pytest.mark.parametrize("execution", ["local", "remote"])
+async def test_a_tool_that_raises_is_an_error_result_and_the_batch_runs_on(
+    client: Client, workspace: Path, task_queue: str, execution: str
+) -> None:
+    from activities.base import tool_activity
+
+    def raising_glob(request: ToolRequest, args: object) -> ToolResult:
+        raise OSError(36, "File name too long")
+
+    (workspace / "a.txt").write_text("a\n")
+    calls = [call(0, "glob", pattern="x" * 300 + "/*"), call(1, "read_file", path="a.txt"),
+             call(2, "write_file", path="b.txt", content="b\n")]
+    turn = turn_input(workspace, task_queue, calls, options=TurnOptions(execution=execution))
+    async with build_worker(
+        client, task_queue=task_queue, workspace=str(workspace), extra_activities=[tool_activity("glob", raising_glob)]
+    ):
+        result = await run_turn(client, turn)
+    assert result.status == TurnStatus.COMPLETED
+    assert [r.status for r in result.results] == [ToolStatus.ERROR, ToolStatus.OK, ToolStatus.OK]
+    assert "glob failed: OSError: [Errno 36] File name too long" in result.results[0].output
+    assert result.results[0].metadata["failure"] == "tool_exception"
+
+
+async def test_twenty_long_bash_commands_plan_outside_the_workflow_task(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """Validation used to run inside the workflow task: 20 commands of 10,000
+    characters tripped the deadlock detector. Now it runs in plan_turn."""
+    command = "echo " + " ".join(["word"] * 2000)
+    calls = [call(i, "bash", command=command[:10_000]) for i in range(20)]
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        result = await run_turn(client, turn_input(workspace, task_queue, calls))
+    assert result.status == TurnStatus.COMPLETED
+    assert len(result.results) == 20 and all(r.status in (ToolStatus.OK, ToolStatus.ERROR) for r in result.results)

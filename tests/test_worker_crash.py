@@ -7,9 +7,10 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
-from core.contracts import Policy, ToolStatus, TurnInput, TurnResult, TurnStatus, Workspace
+from core.contracts import Policy, ToolStatus, TurnInput, TurnOptions, TurnResult, TurnStatus, Workspace
 from tests.processes import WorkerProcess, server_address
 from workflows.turn import AgentTurnWorkflow
 from tests.support import call
@@ -69,3 +70,72 @@ async def test_worker_killed_mid_batch(client: Client, workspace: Path, task_que
     assert not (workspace / "after.txt").exists()
     # The heartbeat timeout (10 s), not start_to_close (150 s), noticed the loss.
     assert noticed_after < 45, noticed_after
+
+
+@pytest.mark.parametrize("execution", ["local", "remote"])
+async def test_killed_after_writes_landed_the_replay_reports_them_applied(
+    client: Client, workspace: Path, task_queue: str, tmp_path: Path, execution: str
+) -> None:
+    """The targeted crash of issue 11: several writes and edits land on disk
+    within one workflow task (local activities), then the worker dies during
+    a slow read. The replayed turn must report every effect as applied (from
+    the applied-calls journal), never a conflict, and apply nothing twice."""
+    (workspace / "w1.txt").write_text("w1 old\n")
+    (workspace / "e1.txt").write_text("alpha\nbeta\n")
+    with open(workspace / "big.txt", "wb") as f:  # 1 GiB, sparse: slow to scan, cheap to make
+        f.write(b"line\n" * 50_000)
+        f.truncate(1 << 30)
+    mode = TurnOptions(execution=execution)  # type: ignore[arg-type]
+    address = server_address(client)
+    first = WorkerProcess(address, workspace, task_queue, tmp_path / "worker1.log").start()
+    try:
+        reads = await client.execute_workflow(
+            AgentTurnWorkflow.run,
+            TurnInput(
+                turn_id=f"reads-{uuid.uuid4().hex[:8]}",
+                workspace=Workspace(root=str(workspace), task_queue=task_queue),
+                tool_calls=[call(0, "read_file", path="w1.txt"), call(1, "read_file", path="e1.txt")],
+                policy=Policy(mode="auto"),
+                options=mode,
+            ),
+            id=f"reads-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+            result_type=TurnResult,
+        )
+        turn = TurnInput(
+            turn_id=f"targeted-{uuid.uuid4().hex[:8]}",
+            workspace=Workspace(root=str(workspace), task_queue=task_queue),
+            tool_calls=[
+                call(0, "write_file", path="w1.txt", content="w1 new\n"),
+                call(1, "edit_file", path="w1.txt", old_string="new", new_string="newer"),
+                call(2, "edit_file", path="e1.txt", old_string="alpha", new_string="ALPHA"),
+                call(3, "edit_file", path="e1.txt", old_string="beta", new_string="BETA"),
+                call(4, "read_file", path="big.txt", offset=60_000, limit=5),
+                call(5, "bash", command="cat w1.txt"),
+            ],
+            snapshots=reads.snapshots,
+            policy=Policy(mode="auto"),
+            options=mode,
+        )
+        handle = await client.start_workflow(
+            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
+        )
+        deadline = time.monotonic() + 30
+        while (workspace / "e1.txt").read_text() != "ALPHA\nBETA\n":
+            assert time.monotonic() < deadline, (tmp_path / "worker1.log").read_text()
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)  # the slow read is running; nothing of this task is recorded yet
+        first.kill()
+    finally:
+        first.stop()
+    second = WorkerProcess(address, workspace, task_queue, tmp_path / "worker2.log").start()
+    try:
+        result = await asyncio.wait_for(handle.result(), timeout=90)
+    finally:
+        second.stop()
+    statuses = [r.status for r in result.results]
+    assert statuses[:4] == [ToolStatus.OK] * 4, [r.output for r in result.results]
+    assert statuses[5] == ToolStatus.OK and "w1 newer" in result.results[5].output
+    assert (workspace / "w1.txt").read_text() == "w1 newer\n"
+    assert (workspace / "e1.txt").read_text() == "ALPHA\nBETA\n"
+    assert all("conflict" not in r.output for r in result.results[:4])

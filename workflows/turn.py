@@ -23,6 +23,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError 
 
 with workflow.unsafe.imports_passed_through():
     from activities.plan import PLAN_TURN_ACTIVITY, PlanRequest
+    from activities.turn_results import SAVE_RESULT_PART_ACTIVITY, ResultPart
     from core.contracts import (
         ApprovalDecision,
         CallProgress,
@@ -72,6 +73,10 @@ PLAN_RETRY = RetryPolicy(maximum_attempts=3)
 # timer, which ends the workflow task and commits the wave's results: the
 # markers of thousands of local activities must not share one completion.
 COMMIT_AFTER_CALLS = 50
+# A workflow result above this is offloaded (Temporal's limit is 2 MiB); parts
+# of at most this many characters (<= 1 MiB of UTF-8) are activity inputs.
+RESULT_BUDGET_BYTES = 1536 * 1024
+RESULT_PART_CHARS = 256 * 1024
 
 
 def _describe_infrastructure_failure(call: PlannedCall, err: BaseException) -> ToolResult:
@@ -179,11 +184,54 @@ class AgentTurnWorkflow:
             if not approved:
                 if self._dispatch is not None:  # streaming dispatch: what ran early is reported
                     await self._dispatch.settle(self._calls)
-                return self._finish(TurnStatus.REJECTED)
+                return await self._fitted(self._finish(TurnStatus.REJECTED))
             self._status = TurnStatus.RUNNING
             self._publish_status()
         await self._execute()
-        return self._finish(TurnStatus.COMPLETED)
+        return await self._fitted(self._finish(TurnStatus.COMPLETED))
+
+    async def _fitted(self, result: TurnResult) -> TurnResult:
+        """A result too large for one payload (thousands of calls) would fail
+        the workflow task for ever and lose every result: write it to the
+        workspace's artifacts in parts and return a reference instead."""
+        if not self._recorded:
+            return result
+        text = result.model_dump_json()
+        if len(text.encode("utf-8", "surrogatepass")) <= RESULT_BUDGET_BYTES:
+            return result
+        folder = ""
+        for index, start in enumerate(range(0, len(text), RESULT_PART_CHARS)):
+            part = ResultPart(
+                workspace_root=self._turn.workspace.root,
+                turn_id=self._turn.turn_id,
+                index=index,
+                text=text[start : start + RESULT_PART_CHARS],
+            )
+            # One at a time: each part is its own workflow task, so no single
+            # completion carries more than one part.
+            if self._runs_locally():
+                folder = await workflow.execute_local_activity(
+                    SAVE_RESULT_PART_ACTIVITY, part, result_type=str,
+                    start_to_close_timeout=LOCAL_START_TO_CLOSE, retry_policy=PLAN_RETRY,
+                )
+            else:
+                folder = await workflow.execute_activity(
+                    SAVE_RESULT_PART_ACTIVITY, part, result_type=str,
+                    task_queue=self._turn.workspace.task_queue,
+                    start_to_close_timeout=timedelta(seconds=60), retry_policy=PLAN_RETRY,
+                )
+        counts: dict[str, int] = {}
+        for r in result.results:
+            counts[r.status.value] = counts.get(r.status.value, 0) + 1
+        return result.model_copy(
+            update={
+                "results": [],
+                "messages": [],
+                "anthropic_blocks": [],
+                "results_artifact": folder,
+                "result_counts": counts,
+            }
+        )
 
     async def _record_plan(self, turn: TurnInput) -> None:
         if len(turn.tool_calls) > MAX_CALLS_PER_TURN:
