@@ -17,7 +17,7 @@ from core.session_contracts import SessionLimits, SessionState, SessionView
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool, unauthorized
 from tests.processes import run_client, server_address
-from tests.session_support import model_server  # noqa: F401  (fixture)
+from tests.test_session_support import model_server  # noqa: F401  (fixture)
 from tests.streaming_support import first, tool_runs, turn_events
 from worker import build_worker
 from workflows.turn import AgentTurnWorkflow

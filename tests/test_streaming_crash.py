@@ -14,7 +14,7 @@ from core.session_contracts import SessionState
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
 from tests.processes import WorkerProcess, server_address
-from tests.session_support import model_server  # noqa: F401  (fixture)
+from tests.test_session_support import model_server  # noqa: F401  (fixture)
 from tests.streaming_support import tool_runs, turn_events
 
 CONTENT = "line of a file the model is still writing\n" * 12

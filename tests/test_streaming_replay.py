@@ -28,7 +28,7 @@ from worker import build_worker
 from workflows.session import AgentSessionWorkflow
 from workflows.turn import AgentTurnWorkflow
 
-HISTORIES = Path(__file__).parent / "histories"
+HISTORIES = Path(__file__).parent / "histories" / "streaming"  # apart: the turn replay test lists histories/*.json
 SESSION, TURN = "streaming_session", "streaming_turn"
 
 
