@@ -15,7 +15,7 @@ from core.contracts import ToolCall, TurnInput, TurnResult, TurnStatus, Workspac
 from core.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
 from core.session_contracts import SessionLimits, SessionState, SessionView
 from runtime import session_api as sessions
-from tests.model_server import Reply, ScriptedModelServer, tool, unauthorized
+from tests.model_server import Reply, ScriptedModelServer, ToolUse, tool, unauthorized
 from tests.processes import run_client, server_address
 from tests.test_session_support import model_server  # noqa: F401  (fixture)
 from tests.streaming_support import first, tool_runs, turn_events
@@ -205,3 +205,32 @@ async def test_the_token_limit_keeps_what_started_and_runs_nothing_else(
     assert [e.kind for e in entries] == ["system", "user", "assistant", "tool_results", "note"]
     assert [c.name for c in entries[2].tool_calls] == ["read_file"]
     assert "alpha" in entries[3].items[0]["content"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_malformed_and_truncated_arguments_go_through_repair_and_validation(
+    provider: str, client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    (workspace / "b.txt").write_text("beta\n")
+    model_server.add(
+        Reply(tool_calls=[
+            tool("read_file", path="a.txt"),
+            ToolUse("read_file", '{"path": "b.txt",}'),  # closes but does not parse: repaired at the end
+            ToolUse("write_file", '{"path": "c.txt", "content": "half of the fi'),  # cut off by max tokens
+        ], stop_reason="length" if provider == "openai" else "max_tokens", tokens_per_second=150),
+        Reply(text="Read both; the write was cut off."),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await _start(client, workspace, task_queue, provider)
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+        turn_id = f"{sid}/turn-1"
+        events = await turn_events(client, turn_id)
+        result = TurnResult.model_validate(await client.get_workflow_handle(turn_id).result())
+    assert view.state == SessionState.WAITING_FOR_USER
+    close = first(events, "update", "close_batch")
+    reads = tool_runs(events, "read_file")
+    assert len(reads) == 2 and reads[0].event_id < close.event_id < reads[1].event_id
+    assert [r.status.value for r in result.results] == ["ok", "ok", "error"]
+    assert "beta" in result.results[1].output
+    assert "content" in result.results[2].output and not (workspace / "c.txt").exists()
