@@ -41,6 +41,7 @@ commands in a pipeline by ``|``, ``-`` for a pipeline the list skipped.
 from __future__ import annotations
 
 import fcntl
+import functools
 import glob
 import os
 import shlex
@@ -55,7 +56,13 @@ from core.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 
 MAX_GLOB_MATCHES = 10_000
 _FIRST_PRIVATE_FD = 10  # executor descriptors start here: above any N a redirection may name (0-9)
-_BASH = shutil.which("bash", path="/usr/bin:/bin") or "/bin/bash"
+
+
+@functools.lru_cache(maxsize=1)
+def _bash() -> str:
+    # Looked up on first use, not at import: the workflow sandbox re-imports
+    # modules that workflow files pull in, and forbids I/O while doing so.
+    return shutil.which("bash", path="/usr/bin:/bin") or "/bin/bash"
 
 
 class PlanError(Exception):
@@ -328,7 +335,7 @@ def prepare(
         lines.append('exit "$_agent_rc"\n')
         os.write(script_fd, "".join(lines).encode("utf-8", "surrogateescape"))
         return PreparedPlan(
-            argv=[_BASH, "--noprofile", "--norc", f"/proc/self/fd/{script_fd}"],
+            argv=[_bash(), "--noprofile", "--norc", f"/proc/self/fd/{script_fd}"],
             workdir=command_workdir,
             programs=builder.programs,
             pass_fds=builder.fds,
