@@ -31,7 +31,7 @@ from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build
 import cli_session  # session hook
 from core.call_documents import CallDocumentError, calls_from_document
 from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
-from core.formatting import describe_pending_call, render_text
+from core.formatting import describe_pending_call, render_text, shown
 from core.shell_validator import validate_command
 from core.tool_specs import tool_definitions
 from runtime.connection import ConnectionFailed, connect
@@ -166,11 +166,11 @@ def print_progress(progress: TurnProgress, as_json: bool) -> None:
     _out(f"turn {progress.turn_id}: {progress.status.value}  (batch digest {progress.batch_digest})")
     for c in progress.calls:
         status = f" [{c.status.value}]" if c.status else ""
-        _out(f"  #{c.index + 1} {c.name:<10} {c.state}{status}")
+        _out(f"  #{c.index + 1} {shown(c.name):<10} {c.state}{status}")
     if progress.pending:
         _out("waiting for approval of:")
         for p in progress.pending:
-            _out(f"  #{p.index + 1} {p.name}: {p.reason}")
+            _out(f"  #{p.index + 1} {shown(p.name)}: {shown(p.reason)}")
 
 
 async def _progress(client: Client, turn_id: str) -> TurnProgress:
@@ -263,9 +263,9 @@ async def cmd_pending(client: Client, args: argparse.Namespace) -> int:
     else:
         for t in turns:
             if t["stuck"]:
-                _out(f"{t['turn_id']}  STUCK  {t['stuck']}")
+                _out(f"{shown(t['turn_id'])}  STUCK  {shown(t['stuck'], keep=chr(10))}")
             else:
-                _out(f"{t['turn_id']}  started {t['started']}  digest {(t['batch_digest'] or '?')[:16]}…")
+                _out(f"{shown(t['turn_id'])}  started {t['started']}  digest {shown(t['batch_digest'] or '?')[:16]}…")
     return EXIT_OK
 
 
@@ -397,7 +397,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         _err(f"error: {exc}")
         return EXIT_USAGE
     except TurnProblem as exc:
-        _err(f"error: {exc}")
+        _err(f"error: {shown(exc, keep=chr(10))}")
         return EXIT_FAILED
     except RPCError as exc:
         turn = getattr(args, "turn_id", None)

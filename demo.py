@@ -22,21 +22,10 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHandle
 
-from core.contracts import (
-    ApprovalDecision,
-    Policy,
-    PolicyRule,
-    Snapshot,
-    ToolCall,
-    TurnInput,
-    TurnOptions,
-    TurnProgress,
-    TurnResult,
-    TurnStatus,
-    Workspace,
-)
-from core.formatting import describe_pending_call, render_text
+from core.contracts import Policy, PolicyRule, Snapshot, ToolCall, TurnProgress, TurnResult, TurnStatus
+from core.formatting import describe_pending_call, render_text, shown
 from core.shell_validator import validate_command
+from runtime.api import TurnClient, build_turn_input, load_offloaded
 from runtime.connection import connect
 from runtime.devserver import DevServer, port_open
 from worker import build_worker
@@ -105,24 +94,22 @@ class Demo:
         turn_id = f"demo-turn-{self.turns}-{int(time.time())}"
         banner(f"Turn {self.turns}: {title}  (policy {policy.mode}, {len(calls)} calls)")
         for i, c in enumerate(calls):
-            say(f"  #{i + 1} {c.name} {c.arguments}")
+            say(f"  #{i + 1} {shown(c.name)} {shown(c.arguments)}")
         started = time.monotonic()
-        handle = await self.client.start_workflow(
-            AgentTurnWorkflow.run,
-            TurnInput(
-                turn_id=turn_id,
-                workspace=Workspace(root=str(self.workspace), task_queue=QUEUE),
+        turns = TurnClient(self.client)
+        handle = await turns.start_turn(
+            build_turn_input(
+                workspace_root=str(self.workspace),
+                task_queue=QUEUE,
                 tool_calls=calls,
+                turn_id=turn_id,
                 snapshots=self.snapshots,
                 policy=policy,
-                options=TurnOptions(execution="local"),
-            ),
-            id=turn_id,
-            task_queue=QUEUE,
-            result_type=TurnResult,
+                execution="local",
+            )
         )
         await self._approve_if_paused(handle, turn_id)
-        result: TurnResult = await handle.result()
+        result: TurnResult = load_offloaded(await handle.result(), str(self.workspace))
         elapsed = (time.monotonic() - started) * 1000
         self.snapshots = result.snapshots  # carried to the next turn, as an agent loop would
         say(f"\n-> {result.status.value} in {elapsed:.0f} ms")
@@ -150,9 +137,8 @@ class Demo:
             return
         say("\nApproving by signal (run with --wait-for-human to do it yourself) ...")
         await asyncio.sleep(1.0)
-        await handle.signal(
-            AgentTurnWorkflow.approve,
-            ApprovalDecision(batch_digest=progress.batch_digest, approver="demo-script", reason="demo approval"),
+        await TurnClient(self.client).approve(
+            turn_id, approver="demo-script", reason="demo approval", digest=progress.batch_digest, signal=True
         )
 
     async def run(self) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import unicodedata
 from typing import Any, Callable
 
 from core.contracts import PendingCall, ToolResult, ToolStatus
@@ -100,25 +101,55 @@ def denied_result(call_id: str, name: str, approver: str, reason: str) -> ToolRe
     )
 
 
+def shown(text: object, keep: str = "") -> str:
+    """Text as it may reach a person's terminal or browser: control and
+    invisible format characters (ESC sequences, carriage returns, backspaces,
+    bidi overrides, zero-width characters, lone surrogates) are written as
+    visible escapes, so content a model wrote cannot repaint or hide what an
+    approver reads. Characters in ``keep`` (e.g. newline) pass through."""
+    out = []
+    for ch in str(text):
+        if ch in keep:
+            out.append(ch)
+            continue
+        category = unicodedata.category(ch)
+        if category in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def shown_lines(text: object) -> list[str]:
+    """Lines of text for display, each escaped with ``shown`` (tabs kept)."""
+    return [shown(line, keep="\t") for line in str(text).split("\n")]
+
+
 def render_text(result: ToolResult, index: int) -> str:
-    """Human-readable block for the CLI."""
-    head = f"#{index + 1} {result.name} [{result.status.value}] {result.elapsed_ms:.0f} ms"
-    meta = ", ".join(f"{k}={v}" for k, v in sorted(result.metadata.items()))
+    """Human-readable block for the CLI (escaped: see ``shown``)."""
+    head = f"#{index + 1} {shown(result.name)} [{result.status.value}] {result.elapsed_ms:.0f} ms"
+    meta = ", ".join(f"{shown(k)}={shown(v)}" for k, v in sorted(result.metadata.items()))
     lines = [head + (f"  ({meta})" if meta else "")]
-    lines.extend("    " + line for line in (result.output or "(no output)").splitlines())
+    output = result.output or "(no output)"
+    lines.extend("    " + line for line in shown_lines(output.rstrip("\n")))
     return "\n".join(lines)
 
 
 def describe_pending_call(pending: PendingCall, validate: Callable[[str], Any]) -> str:
     """What a reviewer needs to see before approving one call: the path, the
-    edit as a diff, the write's content, the command and its verdict."""
+    edit as a diff, the write's content, the command and its verdict. Every
+    piece is escaped with ``shown``: what the model wrote cannot drive the
+    reviewer's terminal."""
     args = pending.arguments
-    lines = [f"#{pending.index + 1} {pending.name} ({pending.tool_call_id}) — asks because: {pending.reason}"]
+    lines = [
+        f"#{pending.index + 1} {shown(pending.name)} ({shown(pending.tool_call_id)}) — asks because: {shown(pending.reason)}"
+    ]
     if pending.name == "edit_file":
-        lines.append(f"  file: {args.get('path')}" + ("  (replace all)" if args.get("replace_all") else ""))
+        lines.append(f"  file: {shown(args.get('path'))}" + ("  (replace all)" if args.get("replace_all") else ""))
         diff = difflib.unified_diff(
-            str(args.get("old_string", "")).splitlines(),
-            str(args.get("new_string", "")).splitlines(),
+            shown_lines(args.get("old_string", "")),
+            shown_lines(args.get("new_string", "")),
             "before",
             "after",
             lineterm="",
@@ -126,17 +157,17 @@ def describe_pending_call(pending: PendingCall, validate: Callable[[str], Any]) 
         lines.extend("  " + d for d in diff)
     elif pending.name == "write_file":
         content = str(args.get("content", ""))
-        body = content.splitlines()
-        lines.append(f"  file: {args.get('path')}  ({len(content)} characters, {len(body)} lines)")
+        body = shown_lines(content.removesuffix("\n")) if content else []
+        lines.append(f"  file: {shown(args.get('path'))}  ({len(content)} characters, {len(body)} lines)")
         lines.extend(f"  | {line}" for line in body[:30])
         if len(body) > 30:
             lines.append(f"  | … {len(body) - 30} more lines")
     elif pending.name == "bash":
         command = str(args.get("command", ""))
         verdict = validate(command)
-        lines.append(f"  $ {command}")
-        lines.append(f"  validator: {verdict.verdict} — {verdict.reason}")
-        lines.append(f"  timeout: {args.get('timeout_seconds')} s")
+        lines.append(f"  $ {shown(command)}")
+        lines.append(f"  validator: {verdict.verdict} — {shown(verdict.reason)}")
+        lines.append(f"  timeout: {shown(args.get('timeout_seconds'))} s")
     else:
-        lines.append("  " + json.dumps(args, sort_keys=True)[:500])
+        lines.append("  " + shown(json.dumps(args, sort_keys=True, ensure_ascii=False)[:500]))
     return "\n".join(lines)

@@ -247,3 +247,48 @@ def test_a_huge_parallel_stage_runs_in_waves() -> None:
     plan = plan_of([READ(i) for i in range(MAX_WAVE_CALLS * 2 + 1)])
     assert [len(s.indices) for s in plan.stages] == [MAX_WAVE_CALLS, MAX_WAVE_CALLS, 1]
     assert all(s.parallel for s in plan.stages)
+
+
+# ------------------------------------------------- escaping for approvers
+from core.contracts import PendingCall  # noqa: E402
+from core.formatting import describe_pending_call, render_text, shown  # noqa: E402
+
+ATTACK = "ok\x1b[2J\x1b[1;1Hall clear\rfake\u202eevil\u200b\x07"
+
+
+def _no_raw_controls(text: str) -> None:
+    assert not any(ch in text for ch in "\x1b\r\x07\u202e\u200b"), repr(text)
+
+
+@pytest.mark.parametrize(
+    "name, arguments",
+    [
+        ("write_file", {"path": "a\x1b.txt", "content": ATTACK + "\nsecond " + ATTACK + "\n"}),
+        ("edit_file", {"path": "a.txt", "old_string": ATTACK, "new_string": "x" + ATTACK}),
+        ("bash", {"command": "echo " + ATTACK, "timeout_seconds": 5}),
+        ("grep", {"pattern": ATTACK}),
+    ],
+)
+def test_approval_views_show_control_characters_escaped(name: str, arguments: dict) -> None:  # type: ignore[type-arg]
+    pending = PendingCall(index=0, tool_call_id="c\x1b0", name=name, arguments=arguments, reason="why " + ATTACK)
+    text = describe_pending_call(pending, validate_command)
+    _no_raw_controls(text)
+    assert "\\x1b[2J" in text and "\\u202e" in text
+
+
+def test_results_progress_and_pending_lists_are_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    import client
+    from core.contracts import CallProgress, TurnProgress, TurnStatus
+
+    result = ToolResult.ok("c0", "read_file", ATTACK + "\nline 2", metadata={"k": ATTACK})
+    _no_raw_controls(render_text(result, 0))
+    progress = TurnProgress(
+        turn_id="t",
+        status=TurnStatus.PAUSED,
+        batch_digest="d",
+        calls=[CallProgress(index=0, tool_call_id="c0", name="write_file", state="pending")],
+        pending=[PendingCall(index=0, tool_call_id="c0", name="write_file", arguments={}, reason=ATTACK)],
+    )
+    client.print_progress(progress, as_json=False)
+    _no_raw_controls(capsys.readouterr().out)
+    assert shown("tab\tand\nnewline", keep="\n") == "tab\\x09and\nnewline"

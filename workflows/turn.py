@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         cancelled_result,
         denied_result,
         openai_message,
+        shown,
         skipped_result,
     )
     from core.planning import (
@@ -549,7 +550,7 @@ class AgentTurnWorkflow:
             lines = [
                 f"**Waiting for approval** of {len(self._pending)} call(s).",
                 "",
-                *[f"- #{c.index + 1} `{c.name}`: {c.reason}" for c in self._pending],
+                *[f"- #{c.index + 1} `{shown(c.name)}`: {shown(c.reason)}" for c in self._pending],
                 "",
                 "Approve: More Actions → Send a Signal → `approve` with data:",
                 f'`{{"batch_digest": "{self._digest}", "approver": "your-name", "reason": "ok"}}`',
