@@ -234,3 +234,26 @@ async def test_malformed_and_truncated_arguments_go_through_repair_and_validatio
     assert [r.status.value for r in result.results] == ["ok", "ok", "error"]
     assert "beta" in result.results[1].output
     assert "content" in result.results[2].output and not (workspace / "c.txt").exists()
+
+
+async def test_a_rejected_batch_still_reports_the_read_that_ran_early(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    model_server.add(
+        Reply(tool_calls=[tool("read_file", path="a.txt"), tool("write_file", path="b.txt", content=CONTENT)],
+              tokens_per_second=150),
+        Reply(text="Understood, not writing."),
+    )
+
+    async def reject(view: SessionView) -> None:
+        await sessions.reject(client, view.session_id, approver="test", reason="no writes today")
+
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await _start(client, workspace, task_queue, "anthropic", policy="ask-writes")
+        view = await sessions.wait_for_answer(client, sid, timeout=60, on_approval_needed=reject)
+        result = TurnResult.model_validate(await client.get_workflow_handle(f"{sid}/turn-1").result())
+    assert view.last_answer == "Understood, not writing."
+    assert result.status == TurnStatus.REJECTED and not (workspace / "b.txt").exists()
+    assert [r.status.value for r in result.results] == ["ok", "denied"]
+    assert "alpha" in result.results[0].output
