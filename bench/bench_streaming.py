@@ -47,7 +47,7 @@ from core.tool_specs import GLOB, GREP, READ_FILE
 from runtime import session_api as sessions
 from runtime.devserver import DevServer, free_port
 from tests.model_server import Reply, ScriptedModelServer, tool
-from tests.streaming_support import turn_events
+from tests.test_streaming_support import turn_events
 from worker import build_worker
 
 GOAL_MS = 30.0

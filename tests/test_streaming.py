@@ -18,7 +18,7 @@ from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, ToolUse, tool, unauthorized
 from tests.processes import run_client, server_address
 from tests.test_session_support import model_server  # noqa: F401  (fixture)
-from tests.streaming_support import first, tool_runs, turn_events
+from tests.test_streaming_support import first, tool_runs, turn_events
 from worker import build_worker
 from workflows.turn import AgentTurnWorkflow
 

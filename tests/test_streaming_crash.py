@@ -15,7 +15,7 @@ from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
 from tests.processes import WorkerProcess, server_address
 from tests.test_session_support import model_server  # noqa: F401  (fixture)
-from tests.streaming_support import tool_runs, turn_events
+from tests.test_streaming_support import tool_runs, turn_events
 
 CONTENT = "line of a file the model is still writing\n" * 12
 
