@@ -74,17 +74,27 @@ class StreamDispatcher:
             self._queue.get_nowait()
         self._queue.put_nowait(None)
         await self._sender
-        closed = await self._handle.execute_update(
-            CLOSE_UPDATE,
-            BatchClose(attempt=self._attempt, calls=calls, abandon=abandon, reason="token limit" if abandon else ""),
-            result_type=ClosedBatch,
-        )
+        beat = asyncio.create_task(_heartbeat_while_waiting())  # the turn's worker may be slow to take it
+        try:
+            closed = await self._handle.execute_update(
+                CLOSE_UPDATE,
+                BatchClose(attempt=self._attempt, calls=calls, abandon=abandon, reason="token limit" if abandon else ""),
+                result_type=ClosedBatch,
+            )
+        finally:
+            beat.cancel()
         closed.dropped = max(0, len(calls) - len(closed.calls)) if abandon else 0
         return closed
 
     def cancel(self) -> None:
         """The stream failed: a retry dispatches again (deduplicated there)."""
         self._sender.cancel()
+
+
+async def _heartbeat_while_waiting(every_s: float = 2.0) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        activity.heartbeat()
 
 
 def merged_response(response: Any, closed: ClosedBatch) -> Any:
