@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from core.contracts import ToolCall, TurnInput, TurnResult, TurnStatus, Workspace
+from core.contracts import ToolCall, TurnInput, TurnProgress, TurnResult, TurnStatus, Workspace
 from core.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
 from core.session_contracts import SessionLimits, SessionState, SessionView
 from runtime import session_api as sessions
@@ -257,3 +257,26 @@ async def test_a_rejected_batch_still_reports_the_read_that_ran_early(
     assert result.status == TurnStatus.REJECTED and not (workspace / "b.txt").exists()
     assert [r.status.value for r in result.results] == ["ok", "denied"]
     assert "alpha" in result.results[0].output
+
+
+async def test_cancelling_mid_stream_records_the_call_that_ran(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    model_server.add(Reply(tool_calls=[tool("read_file", path="a.txt"), tool("write_file", path="b.txt", content=CONTENT)],
+                           tokens_per_second=20))
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await _start(client, workspace, task_queue, "openai")
+        for _ in range(600):
+            try:
+                progress = await client.get_workflow_handle(f"{sid}/turn-1").query(
+                    AgentTurnWorkflow.status, result_type=TurnProgress)
+                if progress.calls and progress.calls[0].state == "done":
+                    break
+            except Exception:  # not started yet
+                pass
+            await asyncio.sleep(0.05)
+        assert [(c.name, c.state) for c in progress.calls] == [("read_file", "done")]  # shown while streaming
+        result = await sessions.cancel(client, sid)
+    assert result.state == SessionState.CANCELLED and "read_file: ok" in result.message
+    assert not (workspace / "b.txt").exists()

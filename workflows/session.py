@@ -378,6 +378,8 @@ class AgentSessionWorkflow:
 
     async def _cancelled(self) -> SessionResult:
         ran = ""
+        if self._open is not None and self._current_turn is None:  # streaming dispatch: cancelled mid-stream
+            self._current_turn, self._current_calls = self._open.turn_id, []
         if self._current_turn is not None:
             try:
                 progress: TurnProgress | None = await workflow.execute_activity(

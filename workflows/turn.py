@@ -533,6 +533,8 @@ class AgentTurnWorkflow:
                     status=result.status if result else None,
                 )
             )
+        if self._dispatch is not None and self._plan is None:  # streaming dispatch: calls running early
+            calls = self._dispatch.progress()
         return TurnProgress(
             turn_id=self._turn.turn_id,
             status=self._status,

@@ -28,7 +28,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from activities.plan import PLAN_TURN_ACTIVITY, PlanRequest
-    from core.contracts import PlannedCall, ToolCall, ToolResult, TurnInput, TurnPlan
+    from core.contracts import CallProgress, PlannedCall, ToolCall, ToolResult, TurnInput, TurnPlan
     from core.early_dispatch import BatchBook, BatchClose, CallFacts, ClosedBatch, DispatchedCall, Key, same_call
 
 if TYPE_CHECKING:
@@ -146,6 +146,20 @@ class TurnDispatch:
         )
         self.book.started.append(key)
         self._tasks[key] = asyncio.create_task(self._turn._invoke(early))
+
+    def progress(self) -> list[CallProgress]:
+        """The calls started while the batch is open, for the status query
+        (by stream position; the merged positions exist only after close)."""
+        out = []
+        for attempt, position in self.book.started:
+            call = self.book.streams[attempt][position]
+            task = self._tasks[(attempt, position)]
+            ok = task.done() and not task.cancelled() and task.exception() is None
+            out.append(CallProgress(
+                index=position, tool_call_id=call.id, name=call.name,
+                state="done" if task.done() else "running", status=task.result().status if ok else None,
+            ))
+        return out
 
     # ------------------------------------------------------- after closing
     def started(self, index: int) -> bool:
