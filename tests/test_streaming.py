@@ -194,7 +194,7 @@ async def test_the_token_limit_keeps_what_started_and_runs_nothing_else(
     client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
 ) -> None:
     (workspace / "a.txt").write_text("alpha\n")
-    model_server.add(Reply(input_tokens=50, output_tokens=10, tokens_per_second=150, tool_calls=[
+    model_server.add(Reply(input_tokens=50, output_tokens=10, tokens_per_second=60, tool_calls=[
         tool("read_file", path="a.txt"), tool("write_file", path="never.txt", content=CONTENT)]))
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
         sid = await _start(client, workspace, task_queue, "openai", limits=SessionLimits(max_tokens=40))
@@ -243,7 +243,7 @@ async def test_a_rejected_batch_still_reports_the_read_that_ran_early(
     (workspace / "a.txt").write_text("alpha\n")
     model_server.add(
         Reply(tool_calls=[tool("read_file", path="a.txt"), tool("write_file", path="b.txt", content=CONTENT)],
-              tokens_per_second=150),
+              tokens_per_second=60),
         Reply(text="Understood, not writing."),
     )
 
