@@ -77,7 +77,13 @@ def cmd_check_command(args: argparse.Namespace) -> int:
         verdict = validate_command(command)
         _out(
             json.dumps(
-                {"command": command, "verdict": verdict.verdict, "reason": verdict.reason, "hint": verdict.hint}
+                {
+                    "command": command,
+                    "verdict": verdict.verdict,
+                    "destructive": verdict.destructive,
+                    "reason": verdict.reason,
+                    "hint": verdict.hint,
+                }
             )
         )
     return EXIT_OK

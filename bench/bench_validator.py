@@ -68,8 +68,8 @@ COMMANDS: list[str] = [
     "pip install -e '.[dev]'",
     # reject
     "rm -rf build",
-    "ls | grep foo",
-    "cd src && pytest",
+    "ls | sh",
+    "cd /etc && pytest",
     "echo $HOME",
     "cat <<EOF",
     "python3 -c 'import os; os.system(\"id\")'",
@@ -82,6 +82,25 @@ COMMANDS: list[str] = [
     "echo $(date)",
     "tail -f logs/app.log",
     "sed -n '1e id' f",
+]
+
+
+# Compound commands as agents write them (issue 12): pipes, lists, redirections,
+# a leading cd, globs. Here-documents are left out of this row because bashlex
+# cannot parse a quoted delimiter at all (the validator parses a skeleton).
+COMPOUND: list[str] = [
+    "grep -rn 'TODO' src | head -50",
+    "nl -ba core/policy.py | sed -n '40,80p'",
+    "git add -A && git commit -m 'fix: handle empty input'",
+    "pytest -q 2>&1 | tail -20",
+    "cd src && npm test",
+    "wc -l src/*.py | sort -n | tail -5",
+    "git status --short && git diff --stat && git log --oneline -5",
+    "find . -name '*.py' -type f | xargs grep -l 'class Field' | head -20",
+    "ls -la build 2>/dev/null || echo 'no build'",
+    "python -m pytest tests/test_x.py -x -q 2>&1 | grep -E 'passed|failed'",
+    "cat README.md | grep -n install; echo done",
+    "make -j4 test > build.log 2>&1 || tail -n 50 build.log",
 ]
 
 
@@ -114,8 +133,17 @@ def run(quick: bool = False) -> list[dict]:
     for c in COMMANDS:  # warm up both paths
         validate_command(c)
         _parse(c)
+    for c in COMPOUND:
+        validate_command(c)
+        _parse(c)
+    compound_counts = Counter(validate_command(c).verdict for c in COMPOUND)
     rows = []
     for label, commands in (
+        (
+            f"validate_command vs bashlex.parse, compound commands ({len(COMPOUND)}: "
+            f"{compound_counts['allow']} allow / {compound_counts['ask']} ask / {compound_counts['reject']} reject)",
+            COMPOUND,
+        ),
         (f"validate_command vs bashlex.parse, accepted commands ({len(accepted)})", accepted),
         (
             f"validate_command vs bashlex.parse, realistic mix ({counts['allow']} allow / "
@@ -141,6 +169,7 @@ def run(quick: bool = False) -> list[dict]:
                         if commands is COMMANDS
                         else "; bashlex runs for every one of these"
                     )
+                    + ("; lists, pipes, redirections, cd, globs, xargs" if commands is COMPOUND else "")
                 ),
             }
         )

@@ -80,8 +80,11 @@ class GlobArgs(ToolArgs):
 class BashArgs(ToolArgs):
     command: str = Field(
         min_length=1,
-        description="One plain command with arguments, e.g. 'pytest -q tests/test_x.py'. "
-        "No pipes, redirects, ';', '&&', substitutions or variables.",
+        description="A command, e.g. 'pytest -q tests/test_x.py'. Accepted: commands joined with "
+        "'&&', '||', ';', newlines or pipes '|'; a leading 'cd DIR &&' inside the workspace; globs in "
+        "arguments; 2>&1, N>/dev/null, < FILE and > / >> FILE inside the workspace; a quoted "
+        "here-document (<<'EOF') as input; \"$(cat <<'EOF' ... EOF)\" as a literal argument. "
+        "Not accepted: $VAR, other substitutions, subshells, '&', loops and other control flow.",
     )
     timeout_seconds: int = Field(
         DEFAULT_BASH_TIMEOUT_S,
@@ -191,9 +194,11 @@ TOOLS: dict[str, ToolSpec] = {
         ),
         ToolSpec(
             BASH,
-            "Run one plain command in the workspace root (no shell features: no pipes, "
-            "redirects, ';', '&&', '$VAR' or substitutions). Output keeps the head and the "
-            "last 2000 lines. Use the file tools, not bash, to read or change files.",
+            "Run a command in the workspace root. Lists (&&, ||, ;, newlines) and pipes are "
+            "judged part by part; redirections to files inside the workspace, globs, a leading "
+            "'cd DIR &&' and quoted here-documents work; $VAR, substitutions other than "
+            "\"$(cat <<'EOF' ... EOF)\", subshells, '&' and control flow do not. Output keeps the "
+            "head and the last 2000 lines. Use the file tools, not bash, to read or change files.",
             BashArgs,
             _bash_is_read_only,
             writes=True,

@@ -483,8 +483,10 @@ def _request(workspace: Path, command: str, timeout: int = 30) -> ToolRequest:
 
 
 async def test_rejected_command_never_runs(workspace: Path) -> None:
-    request = _request(workspace, "echo hi > out.txt")
-    result = await run_bash(request, BashArgs(command="echo hi > out.txt"))
+    # A substitution is rejected; run by a shell, it would create out.txt.
+    command = "echo $(touch out.txt)"
+    request = _request(workspace, command)
+    result = await run_bash(request, BashArgs(command=command))
     assert result.status == ToolStatus.ERROR and result.is_error
     assert result.metadata["verdict"] == "reject"
     assert "rejected" in result.output.lower()

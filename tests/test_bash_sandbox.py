@@ -92,18 +92,6 @@ async def test_a_wrongly_allowed_write_is_contained(
     assert "judged read-only" in result.output and "Read-only file system" in result.output
 
 
-async def test_the_awk_finding_cannot_write(workspace: Path, boxed: None) -> None:
-    """A real wrong `allow` from the attack (issue 9): a `}` inside an awk
-    string fooled the check. While the validator still says `allow`, the
-    file must not appear (an `ask` would be approved upstream, then write)."""
-    command = """awk 'BEGIN{print "}" > "x.txt"}'"""
-    result = await _run(workspace, command)
-    if result.metadata["verdict"] != "allow":
-        pytest.skip(f"the validator now judges it {result.metadata['verdict']!r}: nothing left to contain")
-    assert not (workspace / "x.txt").exists(), "an allowed command wrote to the workspace"
-    assert result.metadata["write_blocked"] == "true", (result.metadata, result.output)
-
-
 async def test_a_read_only_command_still_reads_and_uses_its_private_tmp(workspace: Path, boxed: None) -> None:
     (workspace / "a.txt").write_text("hello\n")
     out = await execute(

@@ -41,7 +41,7 @@ async def test_check_command_reads_lines_or_json() -> None:
         ("pytest -q", "ask"),
     ]
     assert rows[1]["hint"] and rows[1]["reason"]
-    assert set(rows[0]) == {"command", "verdict", "reason", "hint"}
+    assert set(rows[0]) == {"command", "verdict", "destructive", "reason", "hint"}
 
     done = await client_cli("check-command", "--json", stdin=json.dumps(["ls -la", "echo $(id)"]))
     assert [json.loads(line)["verdict"] for line in done.stdout.splitlines()] == ["allow", "reject"]

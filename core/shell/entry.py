@@ -1,0 +1,72 @@
+"""The entry point: one command string in, one Verdict out. Pure.
+
+Lexing (tokens.py; a plain single command takes a regular-expression fast
+path), the bashlex cross-check (parser_check.py), then the parts are judged
+(compound.py -> programs.judge -> the rule modules).
+"""
+
+from __future__ import annotations
+
+from core.shell.compound import judge_tokens, split_tokens
+from core.shell.facts import WorkspaceFacts
+from core.shell.lexer import FAST_COMMAND, FAST_WORD
+from core.shell.parser_check import bashlex_check, bashlex_check_plain
+from core.shell.quoting import bashlex_trap, unquote
+from core.shell.tokens import Token, Word, tokenize, word_new
+from core.shell.verdict import H_PLAIN, J, Verdict
+
+MAX_COMMAND_CHARS = 10_000
+MAX_TOKENS = 500
+
+
+def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdict:
+    """Judge ``command``. ``facts`` (from activities/command_facts.py) lets paths be
+    judged by their realpath and toolchain configuration files be seen; without
+    them paths are judged lexically and toolchains are assumed configured."""
+    if not isinstance(command, str):
+        return Verdict("reject", "the command must be a string", H_PLAIN)
+    s = command.strip(" \t\n")
+    if not s:
+        return Verdict("reject", "empty command", "give the command to run, e.g. `ls -la src`")
+    if len(s) > MAX_COMMAND_CHARS:
+        return Verdict(
+            "reject",
+            f"the command is too long ({len(s)} characters, at most {MAX_COMMAND_CHARS})",
+            "put long content in a file with the write_file tool and pass the file name",
+        )
+    tokens: list[Token]
+    if FAST_COMMAND.fullmatch(s):
+        skeleton = s
+        tokens = [word_new((a, b, unquote(s[a:b]), False)) for a, b in (m.span() for m in FAST_WORD.finditer(s))]
+    else:
+        lexed = tokenize(s)
+        if isinstance(lexed, J):
+            return _rejected(lexed)
+        tokens, skeleton = lexed
+    if len(tokens) > MAX_TOKENS:
+        # bashlex takes about a quarter millisecond per word: bound the time a
+        # validation may take (it also runs inside workflow tasks)
+        return Verdict(
+            "reject",
+            f"the command has too many words and operators ({len(tokens)}, at most {MAX_TOKENS})",
+            "split it into several bash calls, or pass long lists through a file",
+        )
+    plain = skeleton is s and not any(type(t) is not Word for t in tokens)  # one command of words
+    words = tokens if plain else [t for t in tokens if type(t) is Word]
+    if "$" in skeleton or "`" in skeleton or "(" in skeleton:
+        problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])  # type: ignore[union-attr]
+        if problem is not None:
+            return _rejected(problem, words)  # type: ignore[arg-type]
+    split = split_tokens(tokens)
+    if isinstance(split, J):
+        return _rejected(split, words)  # type: ignore[arg-type]
+    problem = bashlex_check_plain(skeleton, words) if plain else bashlex_check(skeleton, tokens)  # type: ignore[arg-type]
+    if problem is not None:
+        return _rejected(problem, words)  # type: ignore[arg-type]
+    return judge_tokens(split, s, facts)
+
+
+def _rejected(j: J, words: list[Word] | None = None) -> Verdict:
+    argv = tuple(w.value for w in words or ())
+    program = argv[0].rsplit("/", 1)[-1] if argv else None
+    return Verdict("reject", j.reason, j.hint, program, argv)

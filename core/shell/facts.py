@@ -1,0 +1,58 @@
+"""What the validator may know about the workspace, gathered by I/O elsewhere. Pure.
+
+``activities/command_facts.py`` fills a :class:`WorkspaceFacts` (realpath of
+every path the first pass reported, which toolchain configuration files the
+repository has) and validates again with it. Without facts the validator
+judges paths lexically and assumes the worst about toolchains.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Mapping
+
+# Programs whose version query (`cargo --version`) still starts a program the
+# repository may choose: family -> the programs of that family.
+TOOLCHAIN_PROGRAMS: dict[str, frozenset[str]] = {
+    "rust": frozenset("cargo rustc rustup rustfmt rustdoc clippy-driver cargo-clippy rust-analyzer".split()),
+    "go": frozenset("go gofmt".split()),
+    "python": frozenset("python python3 pip pip3 pypy pypy3 pyenv".split()),
+    "node": frozenset("node nodejs npm npx pnpm yarn corepack".split()),
+    "npm": frozenset("npm npx pnpm yarn".split()),
+    "yarn": frozenset(["yarn"]),
+    "ruby": frozenset("ruby gem bundle irb rake".split()),
+}
+ALL_TOOLCHAINS = "*"  # asdf / mise: any shimmed program
+
+
+@dataclass(frozen=True)
+class WorkspaceFacts:
+    root: str  # realpath of the workspace root
+    # workspace_key(path) -> realpath (missing paths: their nearest existing parent resolved + the rest)
+    realpaths: Mapping[str, str] = field(default_factory=dict)
+    existing: frozenset[str] = frozenset()  # keys that exist
+    # toolchain family (or "*") -> the configuration file that selects it
+    toolchains: Mapping[str, str] = field(default_factory=dict)
+
+    def toolchain_file(self, program: str) -> str | None:
+        if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):
+            return self.toolchains[ALL_TOOLCHAINS]
+        for fam, file in self.toolchains.items():
+            if program in TOOLCHAIN_PROGRAMS.get(fam, ()):
+                return file
+        return None
+
+    def inside(self, real: str) -> bool:
+        return real == self.root or real.startswith(self.root.rstrip("/") + "/")
+
+
+def workspace_key(path: str, cwd: str | None = None) -> str:
+    """A path as the workspace wrapper resolves it: absolute, or relative to the
+    workspace root (the ``cd DIR &&`` folder applied), normalised lexically."""
+    if cwd is None and not path.startswith((".", "/")) and "/." not in path and "//" not in path and path[-1:] != "/":
+        return path  # already normal (the common case, without normpath)
+    if not path.startswith("/") and cwd:
+        path = posixpath.join(cwd, path)
+    key = posixpath.normpath(path)
+    return "/" + key.lstrip("/") if key.startswith("/") else key

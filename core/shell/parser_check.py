@@ -1,0 +1,114 @@
+"""The independent cross-check: bashlex must see exactly the structure we lexed. Pure.
+
+bashlex parses the *skeleton* (here-document bodies blanked, the
+``"$(cat <<'EOF' ...)"`` idiom replaced by a same-length quoted filler; see
+tokens.py) and both structures are flattened to the same shape: commands,
+their word and redirection spans, and the ``&& || | ;`` operators between
+them (newlines count as ``;``). Any difference, any bashlex exception, any
+other node kind (compound commands, functions, assignments, expansions inside
+a word) rejects.
+"""
+
+from __future__ import annotations
+
+import bashlex
+
+from core.shell.tokens import Op, Token, Word
+from core.shell.verdict import H_PLAIN, J, rej
+
+_AFTER_CONTINUES = ("&&", "||", "|")
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _flatten_ours(tokens: list[Token]) -> list:
+    """Commands ("c"), word spans (start, end), redirections ("r", start, end)
+    and operators ("&&" "||" "|" ";") in order."""
+    out: list = []
+    in_command = False
+    for t in tokens:
+        kind = type(t)
+        if kind is Op:
+            op = ";" if t.op == "\n" else t.op  # type: ignore[union-attr]
+            if op == ";" and (not out or type(out[-1]) is str and out[-1] != "c"):
+                continue  # bash allows a newline after && || | and blank lines
+            out.append(op)
+            in_command = False
+            continue
+        if not in_command:
+            out.append("c")
+            in_command = True
+        out.append(t[:2] if kind is Word else ("r", t[0], t[1]))
+    while out and out[-1] == ";":
+        out.pop()
+    return out
+
+
+def _flatten_bashlex(node, out: list) -> None:
+    kind = node.kind
+    if kind in ("list", "pipeline"):
+        for part in node.parts:
+            if part.kind == "operator":
+                out.append(";" if part.op == "\n" else part.op)
+            elif part.kind == "pipe":
+                if part.pipe != "|":
+                    raise _Mismatch(f"pipe {part.pipe!r}")
+                out.append("|")
+            else:
+                _flatten_bashlex(part, out)
+        return
+    if kind != "command":
+        raise _Mismatch(f"a {kind}")
+    out.append("c")
+    for part in node.parts:
+        if part.kind == "word":
+            if getattr(part, "parts", None):
+                raise _Mismatch("an expansion inside a word")
+            out.append(tuple(part.pos))
+        elif part.kind == "redirect":
+            out.append(("r", *part.pos))
+        else:
+            raise _Mismatch(f"a {part.kind}")
+
+
+def bashlex_check(skeleton: str, tokens: list[Token]) -> J | None:
+    try:
+        trees = bashlex.parse(skeleton)
+    except Exception as exc:  # bashlex raises many exception types: fail closed on all
+        return rej(
+            f"the command could not be parsed safely ({type(exc).__name__}: {str(exc)[:120]})",
+            H_PLAIN,
+        )
+    theirs: list = []
+    try:
+        for k, tree in enumerate(trees):
+            if k and theirs and theirs[-1] != ";":
+                theirs.append(";")
+            _flatten_bashlex(tree, theirs)
+    except _Mismatch as exc:
+        return rej(f"only plain commands, lists and pipelines are allowed, found {exc}", H_PLAIN)
+    while theirs and theirs[-1] == ";":
+        theirs.pop()
+    if theirs != _flatten_ours(tokens):
+        return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
+    return None
+
+
+def bashlex_check_plain(skeleton: str, words: list[Word]) -> J | None:
+    """``bashlex_check`` for one command made of words only (the common case):
+    bashlex must see one command whose plain words sit at the same spans."""
+    try:
+        trees = bashlex.parse(skeleton)
+    except Exception as exc:  # bashlex raises many exception types: fail closed on all
+        return rej(
+            f"the command could not be parsed safely ({type(exc).__name__}: {str(exc)[:120]})",
+            H_PLAIN,
+        )
+    if len(trees) != 1 or trees[0].kind != "command" or len(trees[0].parts) != len(words):
+        return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
+    for node, word in zip(trees[0].parts, words):
+        if node.kind != "word" or getattr(node, "parts", None) or tuple(node.pos) != (word.start, word.end):
+            return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
+    return None

@@ -1,0 +1,119 @@
+"""Which words of a command are paths, and where they lead. Pure.
+
+Every positional argument and every value attached to an option
+(``--file=/etc/x``, ``-f/etc/x``) is taken for a path, except the words a
+program reads as a pattern or a script (grep's pattern, sed's script, awk's
+program, find's ``-name`` values) and the arguments of programs that only
+print them (echo). A path is judged after normalising (``/./etc`` is
+``/etc``, ``a/../..`` leaves the workspace) and, when the workspace wrapper
+supplied facts, after resolving symlinks with realpath:
+
+* ``inside`` - within the workspace (or a harmless device like /dev/null);
+* ``outside`` - anywhere else: a read-only command asks, a writing one rejects;
+* ``endless`` - a device that never ends or is not data (/dev/zero,
+  /dev/urandom, /dev/tty ...): rejected, whatever reads it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from core.shell.facts import WorkspaceFacts, workspace_key
+from core.shell.options import attached_paths, long_hit, short_hit
+
+Where = Literal["inside", "outside", "endless"]
+
+HARMLESS_DEVICES = frozenset(["/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"])
+ENDLESS = frozenset(
+    "/dev/zero /dev/urandom /dev/random /dev/full /dev/tty /dev/console /dev/kmsg /dev/mem /dev/kmem "
+    "/dev/port /proc/kmsg /proc/kcore".split()
+)
+_NO_PATHS = frozenset("echo printf true false which whoami id uname pwd nproc arch groups basename dirname sleep".split())
+# Programs whose first positional is a pattern or a program unless an option gives it.
+_PATTERN_FIRST = {
+    "grep": (("regexp", "file"), "ef", "ABCDdm"),
+    "egrep": (("regexp", "file"), "ef", "ABCDdm"),
+    "fgrep": (("regexp", "file"), "ef", "ABCDdm"),
+    "rg": (("regexp", "file"), "ef", "ABCgtTjmMrEd"),
+    "sed": (("expression", "file"), "ef", "l"),
+    "gsed": (("expression", "file"), "ef", "l"),
+    "awk": (("source", "file", "exec", "include"), "efEi", "Fv"),
+}
+_FIND_NOT_PATHS = frozenset(
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -regextype -lname -ilname -type -xtype "
+    "-maxdepth -mindepth -mtime -mmin -atime -amin -ctime -cmin -size -perm -user -group -uid -gid -links "
+    "-inum -fstype -used -printf -context -D".split()
+)
+# Writers whose only written path is the destination (the last positional).
+_DEST_ONLY = frozenset("cp ln install".split())
+
+
+def _glob_base(word: str) -> str:
+    """The literal folder a glob word lists (``src/*.py`` -> ``src``)."""
+    cut = min((word.index(c) for c in "*?[" if c in word), default=len(word))
+    head = word[:cut]
+    return head.rsplit("/", 1)[0] if "/" in head else "."
+
+
+def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = ()) -> list[str]:
+    """The words of ``args`` taken for paths (as written; glob words by their folder)."""
+    if fam in _NO_PATHS:
+        return []
+    skip_first = False
+    if fam in _PATTERN_FIRST or fam in ("gawk", "mawk", "nawk"):
+        longs, letters, stop = _PATTERN_FIRST.get(fam, _PATTERN_FIRST["awk"])
+        skip_first = not any(long_hit(a, longs) or short_hit(a, letters, stop) for a in args)
+    out: list[str] = []
+    after_dashdash = False
+    prev = ""
+    find = fam == "find"
+    for k, a in enumerate(args):
+        if not after_dashdash and a[:1] == "-" and len(a) > 1:
+            if a == "--":
+                after_dashdash = True
+            elif "/" in a or "." in a:
+                out.extend(attached_paths(a))
+        elif find and prev in _FIND_NOT_PATHS:
+            pass
+        elif skip_first:
+            skip_first = False
+        else:
+            out.append(_glob_base(a) if globs and k < len(globs) and globs[k] else a)
+        prev = a
+    return out
+
+
+def written_paths(fam: str, args: list[str], paths: list[str]) -> list[str]:
+    """Of ``paths``, the ones a writing program writes (``cp SRC DEST``: DEST)."""
+    if fam not in _DEST_ONLY:
+        return paths
+    for k, a in enumerate(args):
+        if a in ("-t", "--target-directory") and k + 1 < len(args):
+            return [args[k + 1]]
+        if a.startswith("--target-directory="):
+            return [a.partition("=")[2]]
+    positional = [a for a in args if not a.startswith("-")]
+    return positional[-1:]
+
+
+def where(path: str, cwd: str | None, facts: WorkspaceFacts | None) -> Where:
+    return where_key(workspace_key(path, cwd), facts)
+
+
+def where_key(key: str, facts: WorkspaceFacts | None) -> Where:
+    """``where`` for a path already turned into its workspace key."""
+    if facts is None and key[:1] not in ("/", ".") :
+        return "inside"  # relative without `..` (keys are normalised)
+    real = facts.realpaths.get(key) if facts is not None else None
+    for p in (key, real):
+        if p is not None and p in ENDLESS:
+            return "endless"
+    if key in HARMLESS_DEVICES:
+        return "inside"
+    if real is not None and facts is not None:
+        return "inside" if facts.inside(real) or real in HARMLESS_DEVICES else "outside"
+    if facts is not None and key.startswith("/") and facts.inside(key):
+        return "inside"  # lexically under the workspace root (not resolved)
+    if key.startswith("/") or key == ".." or key.startswith("../"):
+        return "outside"
+    return "inside"

@@ -1,0 +1,198 @@
+"""Program resolution: which rule judges a command; then its paths and toolchain. Pure.
+
+Rule modules register their handlers in ``HANDLERS`` (core/shell/__init__.py
+merges them); a handler takes (program name, arguments) and returns a ``J``."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from core.shell.facts import TOOLCHAIN_PROGRAMS, WorkspaceFacts, workspace_key
+from core.shell.paths import path_words, where, where_key, written_paths
+from core.shell.verdict import H_WRAPPER, J, ask, rej
+
+Handler = Callable[[str, list[str]], J]
+# program family -> rule; filled by core/shell/__init__.py from the rule modules
+HANDLERS: dict[str, Handler] = {}
+
+_STD_BIN_DIRS = frozenset(
+    ["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin", "/opt/homebrew/bin"]
+)
+_ENV_BIN = re.compile(
+    r"(?:\./)?(?:(?:\.venv|venv|\.env|env|\.tox/[A-Za-z0-9_.-]+)/bin|node_modules/\.bin)/[A-Za-z0-9_.+-]+"
+)
+_VERSION_SUFFIX = re.compile(r"[-.]?\d+(?:\.\d+)*[a-z]?$")
+_VERSIONED = frozenset(
+    "python pypy pypy3 perl ruby php lua luajit node nodejs pip tclsh wish gawk "
+    "irb ipython bash zsh ksh mksh".split()
+)
+
+
+def family(lname: str) -> str:
+    if lname in HANDLERS:
+        return lname
+    stripped = _VERSION_SUFFIX.sub("", lname)
+    if stripped in _VERSIONED:
+        return stripped
+    for prefix in ("mkfs", "mke2fs", "fsck", "mount.", "umount."):
+        if lname.startswith(prefix):
+            return prefix.rstrip(".")
+    return lname
+
+
+def judge(
+    argv: tuple[str, ...],
+    cwd: str | None = None,
+    facts: WorkspaceFacts | None = None,
+    globs: tuple[bool, ...] = (),
+) -> tuple[str | None, J, list[str]]:
+    """Judge one simple command: (program basename, judgement, path words
+    as workspace keys). ``cwd`` is the ``cd DIR &&`` folder, ``globs`` flags
+    the words the executor expands as globs."""
+    word = argv[0]
+    if not word:
+        return None, rej("the program name is empty", "start the command with the program to run"), []
+    capped = False
+    args = list(argv[1:])
+    if "/" in word:
+        comps = word.split("/")
+        base = comps[-1]
+        if not base:
+            return base or None, rej(f"`{word}` is a folder, not a program", "name the program to run"), []
+        if ".." in comps:
+            return base, rej(
+                f"`..` in the program path `{word}` is not allowed",
+                "call the program by its name (e.g. `ls`) or by a path inside the workspace without `..`",
+            ), []
+        if word.startswith("/"):
+            capped = word[: -len(base) - 1] not in _STD_BIN_DIRS
+        elif _ENV_BIN.fullmatch(word):
+            capped = True  # a project environment's tool: judged by name, never auto-allowed
+        else:
+            fam = family(base.lower())
+            if fam in HANDLERS:
+                return base, rej(
+                    f"`{word}` is a relative path to a program named like the system program `{base}`: "
+                    "it may be a look-alike",
+                    f"call the system program by name (`{base} ...`), or rename the workspace script",
+                ), []
+            if where(word, cwd, facts) != "inside":
+                return base, rej(
+                    f"the program `{word}` resolves outside the workspace (a symlink): it may be a look-alike",
+                    f"call the program by its name (`{base} ...`)",
+                ), []
+            paths = [word, *path_words("", args, globs[1:])]
+            return base, ask(f"`{word}` runs a script or program from the workspace"), _keys(paths, cwd)
+    else:
+        base = word
+    fam = family(base.lower())
+    handler = HANDLERS.get(fam)
+    if handler is None:
+        j = ask(f"`{base}` is not on the read-only list; it may change files or run code")
+    else:
+        j = handler(base, args)
+    if j.verdict == "reject":
+        return base, j, []
+    paths = path_words(fam, args, globs[1:]) if args else []
+    written = written_paths(fam, args, paths) if j.writes and paths else []
+    outside = None
+    keys = _keys(paths, cwd)
+    for p, key in zip(paths, keys):
+        w = where_key(key, facts)
+        if w == "endless":
+            return base, rej(
+                f"`{p}` is a device that never ends or is not a file (an endless or huge read)",
+                "read a bounded, real file instead (e.g. `head -c 100 FILE`)",
+            ), []
+        if w == "outside":
+            if p in written:
+                return base, rej(
+                    f"{j.reason}, but `{p}` is outside the workspace: writing, deleting or changing "
+                    "permissions there is not allowed",
+                    "only change files inside the workspace, with paths relative to its root",
+                ), []
+            outside = outside or p
+    if j.verdict == "allow":
+        toolchain = _toolchain(base.lower(), fam, facts)
+        if capped:
+            j = ask(f"{j.reason}; but `{word}` is not in a standard system folder")
+        elif outside is not None:
+            j = ask(f"{j.reason}, but `{outside}` is outside the workspace")
+        elif toolchain is not None:
+            j = ask(f"{j.reason}, but {toolchain}")
+    return base, j, keys
+
+
+_TOOLCHAIN_ANY = frozenset().union(*TOOLCHAIN_PROGRAMS.values())
+
+
+def _keys(paths: list[str], cwd: str | None) -> list[str]:
+    return [workspace_key(p, cwd) for p in paths]
+
+
+def _toolchain(lname: str, fam: str, facts: WorkspaceFacts | None) -> str | None:
+    """Why a version query of a toolchain program may run a repository-chosen program."""
+    if lname not in _TOOLCHAIN_ANY and fam not in _TOOLCHAIN_ANY:
+        return None
+    if facts is None:
+        return (
+            f"the repository may select the `{lname}` toolchain (rust-toolchain, .tool-versions, "
+            ".python-version ...) and the workspace was not checked"
+        )
+    file = facts.toolchain_file(lname) or facts.toolchain_file(fam)
+    if file is None:
+        return None
+    return f"`{file}` in the workspace selects the toolchain, so `{lname}` may run a program it names"
+
+
+def judge_inner(outer: str, rest: list[str]) -> J:
+    inner = [a for a in rest]
+    while inner and inner[0].startswith("-"):
+        inner.pop(0)
+    if not inner:
+        return ask(f"`{outer}` runs a program")
+    _, j, _ = judge(tuple(inner))
+    if j[0] == "reject":
+        return rej(f"`{outer}` runs `{inner[0]}`, which is not allowed: {j[1]}", j[2] or H_WRAPPER)
+    return J("ask", f"`{outer}` runs `{inner[0]}` in a project environment: {j.reason}", None, j.destructive)
+
+
+# (command, verdict, substring of the reason or None), run by tests/test_shell_rules.py
+CASES: list[tuple[str, str, str | None]] = [
+    # paths are judged after normalising (issue 9)
+    ("head -n 3 /./etc/passwd", "ask", "outside the workspace"),
+    ("cat //etc/passwd", "ask", "outside the workspace"),
+    ("cat /srv2/data.txt", "ask", "outside the workspace"),
+    ("grep -f/etc/passwd x", "ask", "outside the workspace"),
+    ("grep --file=/etc/passwd x", "ask", "outside the workspace"),
+    ("grep -rn -e /api src", "ask", "outside the workspace"),
+    ("cat src/../../x", "ask", "outside the workspace"),
+    ("cat src/../README.md", "allow", None),
+    ("grep -rn '/api/v1' src", "allow", None),
+    ("find / -name x", "ask", "outside the workspace"),
+    ("find . -name '/etc'", "allow", None),
+    ("echo /etc/passwd", "allow", None),
+    ("ls /dev/null", "allow", None),
+    # endless or not-a-file devices
+    ("cat /dev/zero", "reject", "never ends"),
+    ("cat /./dev/zero", "reject", "never ends"),
+    ("head -c 50G /dev/zero", "reject", "never ends"),
+    ("head -c 100 /dev/urandom", "reject", "never ends"),
+    ("wc -c /dev/tty", "reject", "never ends"),
+    # writes outside the workspace reject (issue 12)
+    ("cp /dev/null /etc/passwd", "reject", "outside the workspace"),
+    ("git log --output=/etc/passwd", "reject", "outside the workspace"),
+    ("sort -o/etc/x data.txt", "reject", "outside the workspace"),
+    ("mv /etc/hosts x", "reject", "outside the workspace"),
+    ("touch /tmp/x", "reject", "outside the workspace"),
+    ("mkdir -p ../sibling", "reject", "outside the workspace"),
+    ("tee /proc/sysrq-trigger", "reject", "outside the workspace"),
+    ("cp /etc/hosts hosts.txt", "ask", None),
+    ("cp a.txt b.txt", "ask", None),
+    # program resolution
+    ("./cat README.md", "reject", "look-alike"),
+    ("/opt/tools/ls -l", "ask", "standard system folder"),
+    (".venv/bin/pytest -q", "ask", None),
+    ("./run_tests.sh -v", "ask", "from the workspace"),
+]
