@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from temporalio.client import Client
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.common import VersioningBehavior
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig, WorkerDeploymentVersion
 
 from activities.registry import build_activities
 from core.contracts import Policy
@@ -44,6 +45,7 @@ def build_worker(
     sandboxed_workflows: bool = True,
     extra_workflows: Sequence[type] = (),
     extra_activities: Sequence[Callable[..., Any]] = (),
+    deployment: tuple[str, str] | None = None,
 ) -> Worker:
     """A worker that runs turn workflows and the tools for ``workspace``
     (None: any path; tests and the benchmark use that).
@@ -64,6 +66,15 @@ def build_worker(
     options: dict[str, Any] = {}
     if not sandboxed_workflows:
         options["workflow_runner"] = UnsandboxedWorkflowRunner()
+    if deployment is not None:
+        # Worker versioning: turns stay PINNED to the build that started them,
+        # for a workflow change that cannot be patched (README "Upgrading workers").
+        name, build_id = deployment
+        options["deployment_config"] = WorkerDeploymentConfig(
+            version=WorkerDeploymentVersion(deployment_name=name, build_id=build_id),
+            use_worker_versioning=True,
+            default_versioning_behavior=VersioningBehavior.PINNED,
+        )
     return Worker(
         client,
         task_queue=task_queue,
@@ -95,6 +106,16 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="default approval mode for turns that do not name a policy",
     )
     parser.add_argument(
+        "--deployment-name",
+        default=os.environ.get("AGENT_DEPLOYMENT_NAME"),
+        help="worker versioning: the deployment this worker belongs to (with --build-id)",
+    )
+    parser.add_argument(
+        "--build-id",
+        default=os.environ.get("AGENT_BUILD_ID"),
+        help="worker versioning: this build's id; turns stay pinned to the build that started them",
+    )
+    parser.add_argument(
         "--unsandboxed-workflows",
         action="store_true",
         help="run workflow code without the SDK sandbox (faster; see README)",
@@ -109,6 +130,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    if bool(args.deployment_name) != bool(args.build_id):
+        log.error("--deployment-name and --build-id go together (worker versioning needs both)")
+        return 2
     workspace = Path(args.workspace).resolve()
     if not workspace.is_dir():
         log.error("workspace %s is not a folder: create it or pass another --workspace", workspace)
@@ -157,6 +181,7 @@ async def _serve(args: argparse.Namespace) -> int:
             workspace=str(workspace),
             default_policy=Policy(mode=args.policy),
             sandboxed_workflows=not args.unsandboxed_workflows,
+            deployment=(args.deployment_name, args.build_id) if args.deployment_name else None,
         )
         async with worker:
             log.info(

@@ -232,6 +232,23 @@ def make_plan(
     as an error result; the rest of the batch is planned normally."""
     prepared: list[PreparedCall] = []
     for i, call in enumerate(calls):
+        if input_problem(call.id) or input_problem(call.name):
+            # Only a starter that bypasses the client can send this; echoing
+            # the id raw would make the turn's result unencodable for ever.
+            call = ToolCall(id=ascii(call.id)[1:-1], name=ascii(call.name)[1:-1], arguments=None)
+            prepared.append(
+                PreparedCall(
+                    i,
+                    call,
+                    None,
+                    False,
+                    RiskDecision("allow", "not run: invalid call"),
+                    early_result=ToolResult.error(
+                        call.id, call.name, "this call's id or tool name is not valid Unicode text; it was not run"
+                    ),
+                )
+            )
+            continue
         try:
             prepared.append(prepare_call(i, call, policy, validate, decide))
         except Exception as exc:  # noqa: BLE001 - one bad call must not wedge the turn

@@ -53,3 +53,23 @@ def test_oversized_arguments_are_refused_up_front_naming_the_calls(workspace: Pa
         assert named in str(refused.value) and "2 MiB" in str(refused.value)
     with pytest.raises(TurnInputError, match="at most 5,000"):
         build_turn_input(workspace_root=str(workspace), task_queue="q", tool_calls=reads(5001))
+
+
+async def test_calls_past_the_history_budget_are_not_run_and_say_so(
+    client: Client, workspace: Path, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workflows.turn
+
+    # Unsandboxed workflow code sees the patched budget (the sandbox would re-import the module).
+    monkeypatch.setattr(workflows.turn, "HISTORY_BUDGET_BYTES", 3000)
+    (workspace / "page.txt").write_text("x" * 1000 + "\n")
+    calls = [*(call(i, "read_file", path="page.txt") for i in range(4)), call(4, "write_file", path="new.txt", content="n\n")]
+    turn = build_turn_input(workspace_root=str(workspace), task_queue=task_queue, tool_calls=calls,
+                            policy=Policy(mode="auto"), execution="local")
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace), sandboxed_workflows=False):
+        result = await TurnClient(client).run_turn(turn)
+    # The four reads form one parallel wave and start together; the budget stops what comes after.
+    assert [r.status for r in result.results] == [ToolStatus.OK] * 4 + [ToolStatus.ERROR]
+    assert result.results[4].metadata["failure"] == "history_budget"
+    assert "Send this call again in a new turn" in result.results[4].output
+    assert not (workspace / "new.txt").exists()

@@ -292,3 +292,10 @@ def test_results_progress_and_pending_lists_are_escaped(capsys: pytest.CaptureFi
     client.print_progress(progress, as_json=False)
     _no_raw_controls(capsys.readouterr().out)
     assert shown("tab\tand\nnewline", keep="\n") == "tab\\x09and\nnewline"
+
+
+def test_a_call_id_with_a_lone_surrogate_cannot_make_the_plan_unencodable() -> None:
+    plan = plan_of([ToolCall(id="c\ud800", name="read_file", arguments="{}"), READ(1)])
+    text = plan.model_dump_json()  # would raise for a raw surrogate
+    assert "c\\\\ud800" in text
+    assert plan.calls[0].early_result is not None and plan.calls[1].early_result is None

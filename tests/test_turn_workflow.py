@@ -388,3 +388,19 @@ async def test_twenty_long_bash_commands_plan_outside_the_workflow_task(
         result = await run_turn(client, turn_input(workspace, task_queue, calls))
     assert result.status == TurnStatus.COMPLETED
     assert len(result.results) == 20 and all(r.status in (ToolStatus.OK, ToolStatus.ERROR) for r in result.results)
+
+
+async def test_add_to_worker_puts_turns_into_an_existing_worker(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    from runtime.api import TurnClient, add_to_worker, build_turn_input
+
+    (workspace / "a.txt").write_text("from an existing worker\n")
+    options = add_to_worker({"task_queue": task_queue}, workspace_root=str(workspace))
+    turn = build_turn_input(
+        workspace_root=str(workspace), task_queue=task_queue, tool_calls=[call(0, "read_file", path="a.txt")],
+        policy=Policy(mode="auto"),
+    )
+    async with Worker(client, **options):
+        result = await TurnClient(client).run_turn(turn)
+    assert "from an existing worker" in result.results[0].output

@@ -60,6 +60,8 @@ def new_build_rules(monkeypatch: pytest.MonkeyPatch, refused: set[str]) -> None:
         return stricter(command) if command in refused else verdict
 
     monkeypatch.setattr(facts, "validate_in_workspace", stricter_in_workspace)
+    # Wherever the bash activity bound it by name.
+    monkeypatch.setattr(activities.bash, "validate_in_workspace", stricter_in_workspace, raising=False)
 
 
 async def failed_workflow_tasks(handle: WorkflowHandle) -> int:

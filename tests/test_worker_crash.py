@@ -139,3 +139,49 @@ async def test_killed_after_writes_landed_the_replay_reports_them_applied(
     assert (workspace / "w1.txt").read_text() == "w1 newer\n"
     assert (workspace / "e1.txt").read_text() == "ALPHA\nBETA\n"
     assert all("conflict" not in r.output for r in result.results[:4])
+
+
+@pytest.mark.parametrize("execution, seed", [("local", 11), ("remote", 12)])
+async def test_a_kill_at_a_random_moment_applies_and_reports_each_edit_once(
+    client: Client, workspace: Path, task_queue: str, tmp_path: Path, execution: str, seed: int
+) -> None:
+    import random
+
+    files = [f"f{i}.txt" for i in range(4)]
+    for name in files:
+        (workspace / name).write_text("v0\n")
+    with open(workspace / "big.txt", "wb") as f:
+        f.write(b"line\n" * 1000)
+        f.truncate(1 << 29)
+    mode = TurnOptions(execution=execution)  # type: ignore[arg-type]
+    edits = [call(i, "edit_file", path=name, old_string="v0", new_string="v1") for i, name in enumerate(files)]
+    tool_calls = [edits[0], edits[1], call(9, "read_file", path="big.txt", offset=2000, limit=1), edits[2], edits[3]]
+    tool_calls += [call(10 + i, "edit_file", path=name, old_string="v1", new_string="v2") for i, name in enumerate(files)]
+    address = server_address(client)
+    first = WorkerProcess(address, workspace, task_queue, tmp_path / "worker1.log").start()
+    try:
+        reads = await client.execute_workflow(
+            AgentTurnWorkflow.run,
+            TurnInput(turn_id=f"r-{uuid.uuid4().hex[:8]}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
+                      tool_calls=[call(i, "read_file", path=n) for i, n in enumerate(files)],
+                      policy=Policy(mode="auto"), options=mode),
+            id=f"r-{uuid.uuid4().hex[:8]}", task_queue=task_queue, result_type=TurnResult,
+        )
+        turn = TurnInput(turn_id=f"random-{uuid.uuid4().hex[:8]}",
+                         workspace=Workspace(root=str(workspace), task_queue=task_queue),
+                         tool_calls=tool_calls, snapshots=reads.snapshots, policy=Policy(mode="auto"), options=mode)
+        handle = await client.start_workflow(
+            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
+        )
+        await asyncio.sleep(random.Random(seed).uniform(0.1, 1.5))
+        first.kill()
+    finally:
+        first.stop()
+    second = WorkerProcess(address, workspace, task_queue, tmp_path / "worker2.log").start()
+    try:
+        result = await asyncio.wait_for(handle.result(), timeout=90)
+    finally:
+        second.stop()
+    edit_results = [r for r in result.results if r.name == "edit_file"]
+    assert [r.status for r in edit_results] == [ToolStatus.OK] * 8, [r.output for r in edit_results]
+    assert all((workspace / name).read_text() == "v2\n" for name in files)

@@ -78,6 +78,11 @@ COMMIT_AFTER_CALLS = 50
 # of at most this many characters (<= 1 MiB of UTF-8) are activity inputs.
 RESULT_BUDGET_BYTES = 1536 * 1024
 RESULT_PART_CHARS = 256 * 1024
+# Temporal terminates a workflow whose history passes 50 MB. Once the results
+# recorded by this turn pass this budget, the calls not yet started are not
+# run (each says so), and the turn ends with what it has.
+HISTORY_BUDGET_BYTES = 32 * 1024 * 1024
+RESULT_OVERHEAD_BYTES = 512  # event framing, metadata, snapshot
 
 
 def _describe_infrastructure_failure(call: PlannedCall, err: BaseException) -> ToolResult:
@@ -131,6 +136,7 @@ class AgentTurnWorkflow:
         self._snapshots: dict[str, Snapshot] = {s.path: s for s in turn.snapshots}
         self._snapshot_alias: dict[str, str] = {}
         self._policy = Policy()
+        self._recorded_bytes = 0
         # New turns record their plan; histories from before keep planning here.
         self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
         # streaming dispatch (issue 14): the batch arrives by dispatch/close_batch.
@@ -389,6 +395,15 @@ class AgentTurnWorkflow:
         if self._dispatch is not None and self._dispatch.started(call.index):  # streaming dispatch
             return await self._dispatch.result_of(call.index)
         name = call.name
+        if self._recorded and self._recorded_bytes > HISTORY_BUDGET_BYTES:
+            return ToolResult.error(
+                call.call_id,
+                name,
+                f"Not run: this turn's results already fill {self._recorded_bytes:,} bytes of its history "
+                f"(budget {HISTORY_BUDGET_BYTES:,}; Temporal's limit is 50 MB). Send this call again in "
+                "a new turn, and ask for less output per call (smaller limit, narrower pattern).",
+                metadata={"failure": "history_budget"},
+            )
         request = ToolRequest(
             call_id=call.call_id,
             tool=name,
@@ -436,6 +451,7 @@ class AgentTurnWorkflow:
 
     def _record(self, call: PlannedCall, result: ToolResult) -> None:
         self._results[call.index] = result
+        self._recorded_bytes += len(result.output) + RESULT_OVERHEAD_BYTES
         if result.snapshot is not None:
             self._snapshots[result.snapshot.path] = result.snapshot
             if call.path is not None:
