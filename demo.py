@@ -1,4 +1,6 @@
-"""A guided demo: four agent turns on a small Python project with a bug.
+"""A guided demo: four agent turns on a small Python project with a bug, then
+a whole agent session (model calls as activities, turns as child workflows)
+against a scripted local model server that speaks the OpenAI protocol.
 
     scripts/demo                  # approves the paused turn by signal itself
     scripts/demo --wait-for-human # you approve it in the Web UI or with the CLI
@@ -25,6 +27,7 @@ from temporalio.client import Client, WorkflowHandle
 from core.contracts import Policy, PolicyRule, Snapshot, ToolCall, TurnProgress, TurnResult, TurnStatus
 from core.formatting import describe_pending_call, render_text, shown
 from core.shell_validator import validate_command
+from demo_session import run_session_demo
 from runtime.api import TurnClient, build_turn_input, load_offloaded
 from runtime.connection import connect
 from runtime.devserver import DevServer, port_open
@@ -209,7 +212,10 @@ async def main_async(args: argparse.Namespace) -> int:
     try:
         client = await connect("localhost:7233")
         async with build_worker(client, task_queue=QUEUE, workspace=str(workspace)):
-            return await Demo(client, workspace, ui_url, args.wait_for_human).run()
+            code = await Demo(client, workspace, ui_url, args.wait_for_human).run()
+        if code == 0 and not args.no_session:
+            code = await session_demo(client, workspace.parent / "demo-session-workspace", args.wait_for_human)
+        return code
     finally:
         if server is not None:
             if args.keep_server:
@@ -219,9 +225,25 @@ async def main_async(args: argparse.Namespace) -> int:
                 say("\nstopped the dev server")
 
 
+async def session_demo(client: Client, workspace: Path, wait_for_human: bool) -> int:
+    """The whole loop: a session whose model is a scripted local server (no
+    key needed); its tool calls run as child turns on a worker of its own."""
+    banner("An agent session: the model loop itself is durable")
+    if workspace.exists():
+        shutil.rmtree(workspace)
+    workspace.mkdir(parents=True)
+    queue = QUEUE + "-session"
+    async with build_worker(client, task_queue=queue, workspace=str(workspace)):
+        view = await run_session_demo(client, workspace, queue, say=say, approve=not wait_for_human)
+    fixed = "len(values) + 1" not in (workspace / "stats.py").read_text()
+    say(f"session: {view.model_calls} model calls, {view.turns} turns; the bug is {'fixed' if fixed else 'NOT fixed'}")
+    return 0 if fixed and view.last_answer else 1
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", default=str(ROOT / "demo-workspace"))
+    parser.add_argument("--no-session", action="store_true", help="only the four turns, no agent session")
     parser.add_argument("--wait-for-human", action="store_true", help="wait for your approval in the UI or CLI")
     parser.add_argument("--keep-server", action="store_true", help="leave the dev server running at the end")
     code = asyncio.run(main_async(parser.parse_args()))

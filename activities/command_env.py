@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
-SANDBOX_HOME = "/tmp/home"  # HOME inside the sandbox (its /tmp is a private tmpfs)
+from core.shell.facts import SANDBOX_HOME  # noqa: F401 - HOME inside the sandbox (re-exported)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 

@@ -411,3 +411,8 @@ def add_to_worker(
     extra: list[Callable[..., Any]] = build_activities(workspace_root, default_policy)
     options["activities"] = [*options.get("activities", ()), *extra]
     return options
+
+
+# Sessions live in their own module; re-exported here so that agent builders
+# import one module: ``from runtime.api import TurnClient, sessions``.
+from runtime import session_api as sessions  # noqa: E402

@@ -102,10 +102,13 @@ REJECTS: list[tuple[str, str, str]] = [
     ("echo {a,b}", _SYNTAX, "brace"),
     ("echo {1..3}", _SYNTAX, "brace"),
     ("ls ~root", _SYNTAX, "tilde"),
-    ("ls ~", _SYNTAX, "tilde"),
-    ("cat ~/.ssh/id_rsa", _SYNTAX, "tilde"),
-    ("~/bin/tool", _SYNTAX, "tilde"),
-    ("echo a=~/x", _SYNTAX, "tilde"),
+    # `~` and `~/...` are now written out as the sandbox's empty home
+    # (/tmp/home) and judged as paths outside the workspace (ask; see ACCEPTS);
+    # the other tilde forms stay rejected.
+    ("ls ~user", _SYNTAX, "tilde"),
+    ("echo ~+", _SYNTAX, "tilde"),
+    ("cd ~ && ls", _SYNTAX, "leaves the workspace"),
+    ("cp x ~/y", _SYNTAX, "outside the workspace"),
     ("ls --dir=~", _SYNTAX, "tilde"),
     ("echo a:~/b", _SYNTAX, "tilde"),
     ("echo hi!", _SYNTAX, "'!'"),
@@ -461,6 +464,11 @@ REJECTS: list[tuple[str, str, str]] = [
 # --- everyday allows / asks ---------------------------------------------------
 
 ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
+    # Tilde: the sandbox's home, written out; outside the workspace, so reads ask.
+    ("ls ~", "ask", ("ls", "/tmp/home")),
+    ("cat ~/.ssh/id_rsa", "ask", ("cat", "/tmp/home/.ssh/id_rsa")),
+    ("~/bin/tool", "ask", ("/tmp/home/bin/tool",)),
+    ("cat '~/x'", "allow", ("cat", "~/x")),
     ("ls", "allow", ("ls",)),
     ("ls -la src", "allow", ("ls", "-la", "src")),
     ("ls -la", "allow", None),

@@ -345,3 +345,17 @@ async def test_an_input_file_made_by_an_earlier_part_is_read(workspace: Path, bo
                pipe(cmd("tr", "a-z", "A-Z", redirects=(Redirect(0, "<", "data.txt"),))))
     out = await _run(plan, workspace, box)
     assert out.exit_code == 0 and out.output == "MADE", out.output
+
+
+async def test_tilde_is_the_sandbox_home_end_to_end(workspace: Path) -> None:
+    """`~` is written out by the validator as the sandbox's home; inside the
+    sandbox that folder exists and starts empty, so what ran is what was judged."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("needs bubblewrap")
+    command = "ls -A ~ && echo ~/x"
+    request = ToolRequest(call_id="c-tilde", tool="bash", workspace_root=str(workspace),
+                          arguments={"command": command, "timeout_seconds": 20})
+    result = await bash.run_bash(request, BashArgs(command=command))
+    assert result.status == ToolStatus.OK, (result.output, result.metadata)
+    assert result.output == "/tmp/home/x", result.output
+    assert result.metadata["verdict"] == "ask"  # a read outside the workspace

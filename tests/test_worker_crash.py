@@ -72,6 +72,14 @@ async def test_worker_killed_mid_batch(client: Client, workspace: Path, task_que
     assert noticed_after < 45, noticed_after
 
 
+async def finish_on_a_new_worker(address: str, workspace: Path, task_queue: str, tmp_path: Path, handle) -> TurnResult:  # type: ignore[no-untyped-def]
+    second = WorkerProcess(address, workspace, task_queue, tmp_path / "worker2.log").start()
+    try:
+        return await asyncio.wait_for(handle.result(), timeout=90)
+    finally:
+        second.stop()
+
+
 @pytest.mark.parametrize("execution", ["local", "remote"])
 async def test_killed_after_writes_landed_the_replay_reports_them_applied(
     client: Client, workspace: Path, task_queue: str, tmp_path: Path, execution: str
@@ -128,11 +136,7 @@ async def test_killed_after_writes_landed_the_replay_reports_them_applied(
         first.kill()
     finally:
         first.stop()
-    second = WorkerProcess(address, workspace, task_queue, tmp_path / "worker2.log").start()
-    try:
-        result = await asyncio.wait_for(handle.result(), timeout=90)
-    finally:
-        second.stop()
+    result = await finish_on_a_new_worker(address, workspace, task_queue, tmp_path, handle)
     statuses = [r.status for r in result.results]
     assert statuses[:4] == [ToolStatus.OK] * 4, [r.output for r in result.results]
     assert statuses[5] == ToolStatus.OK and "w1 newer" in result.results[5].output
@@ -177,11 +181,7 @@ async def test_a_kill_at_a_random_moment_applies_and_reports_each_edit_once(
         first.kill()
     finally:
         first.stop()
-    second = WorkerProcess(address, workspace, task_queue, tmp_path / "worker2.log").start()
-    try:
-        result = await asyncio.wait_for(handle.result(), timeout=90)
-    finally:
-        second.stop()
+    result = await finish_on_a_new_worker(address, workspace, task_queue, tmp_path, handle)
     edit_results = [r for r in result.results if r.name == "edit_file"]
     assert [r.status for r in edit_results] == [ToolStatus.OK] * 8, [r.output for r in edit_results]
     assert all((workspace / name).read_text() == "v2\n" for name in files)

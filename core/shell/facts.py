@@ -25,6 +25,11 @@ TOOLCHAIN_PROGRAMS: dict[str, frozenset[str]] = {
 }
 ALL_TOOLCHAINS = "*"  # asdf / mise: any shimmed program
 
+# HOME of every bash command: inside the sandbox, a folder on its private,
+# bounded /tmp that starts empty and is discarded with the call. An unquoted
+# `~` or `~/...` stands for it (the validator writes it out).
+SANDBOX_HOME = "/tmp/home"
+
 
 @dataclass(frozen=True)
 class WorkspaceFacts:

@@ -103,6 +103,14 @@ def _has(rest: list[str], longs: tuple[str, ...], letters: str = "", stop: str =
     return any(long_hit(a, longs) or (letters and short_hit(a, letters, stop)) for a in rest if a != "--")
 
 
+def _looks_like_a_file(word: str) -> bool:
+    """`git checkout src/app.py` restores a file (destroying its changes) even
+    without `--`. A branch name rarely has a dot in its last component; when
+    one does (a tag like v1.2), asking for approval is the cheap mistake."""
+    last = word.rstrip("/").rsplit("/", 1)[-1]
+    return "." in last.strip(".") or word.endswith("/")
+
+
 def git_destructive(sub: str, rest: list[str]) -> J | None:
     """The destructive class of git commands; None when ``sub rest`` is not in it."""
     first = rest[0] if rest else ""
@@ -113,7 +121,7 @@ def git_destructive(sub: str, rest: list[str]) -> J | None:
         pos = [a for a in rest if not a.startswith("-")]
         if "--" in rest or _has(opts, ("force", "ours", "theirs", "pathspec-from-file"), "f") or any(
             p in (".", ":/") or "*" in p for p in pos
-        ) or len(pos) > 1:
+        ) or len(pos) > 1 or any(_looks_like_a_file(p) for p in pos):
             return destructive("`git checkout` of paths overwrites uncommitted changes for good")
     if sub == "restore":
         staged_only = _has(rest, ("staged",), "S") and not _has(rest, ("worktree",), "W")
@@ -174,6 +182,10 @@ CASES: list[tuple[str, str, str | None]] = [
     ("git reset --hard HEAD~5", "ask+destructive", "discards"),
     ("git reset HEAD~1", "ask", None),
     ("git checkout -- .", "ask+destructive", "overwrites"),
+    ("git checkout astroid/builder.py", "ask+destructive", "overwrites"),
+    ("git checkout src/", "ask+destructive", "overwrites"),
+    ("git checkout main", "ask", None),
+    ("git checkout feature/login", "ask", None),
     ("git checkout .", "ask+destructive", "overwrites"),
     ("git checkout main -- src/app.py", "ask+destructive", "overwrites"),
     ("git checkout -f main", "ask+destructive", "overwrites"),

@@ -22,6 +22,7 @@ import re
 from functools import partial
 from typing import NamedTuple
 
+from core.shell.facts import SANDBOX_HOME
 from core.shell.lexer import FAST_WORD, char_reject, dollar_reject, operator_reject
 from core.shell.quoting import unquote
 from core.shell.verdict import H_GLOB, H_PLAIN, J, rej
@@ -207,6 +208,16 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
                 f"unquoted {c!r} at position {i} is not allowed (brace expansion or command grouping)",
                 "quote the braces (e.g. 'HEAD@{1}') or write the words out in full",
             )
+        elif c == "~" and at_start and s[i + 1 : i + 2] in ("", "/", " ", "\t", "\n", ";", "|", "&", "<", ">", ")"):
+            # `~` and `~/...`: bash's tilde expansion to $HOME, which for every
+            # command is the sandbox's private, empty home. Written out here, so
+            # the plan holds the literal path and paths under it are judged as
+            # what they are: outside the workspace. (`~user`, and `~` after
+            # `=` or `:`, stay rejected below.)
+            parts.append(SANDBOX_HOME)
+            patches.append((i, i + 1, "h"))  # bashlex sees a plain word in its place
+            i += 1
+            continue
         elif c == "~" and (at_start or s[i - 1] in "=:"):
             return rej(
                 f"tilde expansion (unquoted '~' at position {i}) is not allowed",
