@@ -99,6 +99,11 @@ async def test_repeated_dispatches_run_a_call_once(client: Client, workspace: Pa
             AgentTurnWorkflow.dispatch,
             DispatchedCall(attempt=1, position=0, call=ToolCall(id="x", name="read_file", arguments='{"path": "zz"}')),
         )
+        for _ in range(400):  # the read started (and ended) while the batch is still open
+            progress = await handle.query(AgentTurnWorkflow.status, result_type=TurnProgress)
+            if progress.calls and progress.calls[0].state == "done":
+                break
+            await asyncio.sleep(0.05)
         # The same call streamed again by a retried model call (new id): still once.
         again = read.model_copy(update={"id": "c0-retry"})
         await handle.signal(AgentTurnWorkflow.dispatch, DispatchedCall(attempt=2, position=0, call=again))
