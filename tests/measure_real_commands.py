@@ -7,11 +7,16 @@ with a reviewer's label (docs/shell_corpus.md says how they were chosen):
     {"command", "label": "allow"|"ask"|"reject", "destructive", "reason",
      "source", "workspace"?}
 
-`workspace` (optional) is the root of the session the command ran in, for
-commands that name their workspace by absolute path (`/testbed` in SWE-bench
-runs). When `activities.command_facts.validate_in_workspace` exists, it judges
-those commands against that root; otherwise everything goes through the pure
-`core.shell_validator.validate_command`.
+`workspace` (optional) is the root of the session the command ran in (`/testbed`
+in SWE-bench runs), so commands that name their workspace by absolute path can
+be judged against it. `exists` (optional) lists workspace files the command
+finds already there (an overwriting `cat > FILE` is destructive only then).
+
+Entry point: the pure `core.shell_validator.validate_command`, verbatim. When the
+I/O wrapper `activities.command_facts.validate_in_workspace` exists, entries with
+a `workspace` are judged by it instead, in a temporary workspace holding their
+`exists` files, with the recorded root in the command replaced by that folder
+(the workspace relocated; nothing else in the command changes).
 
 Run `python -m tests.measure_real_commands` for the rates table.
 """
@@ -19,6 +24,7 @@ Run `python -m tests.measure_real_commands` for the rates table.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,18 +52,23 @@ def load(path: Path = CORPUS) -> list[dict[str, Any]]:
     return entries
 
 
-def _judge_fn() -> tuple[str, Callable[[dict[str, Any]], Any]]:
+def _judge_fn(scratch: Path) -> tuple[str, Callable[[dict[str, Any]], Any]]:
     try:
         from activities.command_facts import validate_in_workspace  # type: ignore[import-not-found]
     except ImportError:
         return "validate_command", lambda e: validate_command(e["command"])
 
     def judge(e: dict[str, Any]) -> Any:
-        if e.get("workspace"):
-            return validate_in_workspace(e["command"], e["workspace"])
-        return validate_command(e["command"])
+        if not e.get("workspace"):
+            return validate_command(e["command"])
+        root = scratch / f"ws{e['line']}"
+        root.mkdir()
+        for rel in e.get("exists", ()):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text("existing content\n")
+        return validate_in_workspace(e["command"].replace(e["workspace"], str(root)), str(root))
 
-    return "validate_in_workspace (entries with a workspace) + validate_command", judge
+    return "validate_in_workspace (entries with a workspace, relocated) + validate_command", judge
 
 
 @dataclass
@@ -111,11 +122,12 @@ class Report:
 
 def measure(entries: list[dict[str, Any]] | None = None) -> Report:
     entries = load() if entries is None else entries
-    name, judge = _judge_fn()
     results = []
-    for e in entries:
-        v = judge(e)
-        results.append(Result(e, v.verdict, bool(getattr(v, "destructive", False)), v.reason))
+    with tempfile.TemporaryDirectory(prefix="real-commands-") as scratch:
+        name, judge = _judge_fn(Path(scratch))
+        for e in entries:
+            v = judge(e)
+            results.append(Result(e, v.verdict, bool(getattr(v, "destructive", False)), v.reason))
     report = Report(name, results)
     for label in LABELS:
         report.by_label[label] = Counter(r.verdict for r in report.of(label))

@@ -46,6 +46,8 @@ def test_corpus_is_well_formed() -> None:
         assert e["label"] in LABELS, e
         assert isinstance(e["destructive"], bool), e
         assert e["command"].strip() and e["reason"].strip() and e["source"].strip(), e
+        assert all(not p.startswith("/") and ".." not in p for p in e.get("exists", ())), e
+        assert not e.get("exists") or e.get("workspace"), e
     dupes = [c for c, n in Counter(e["command"] for e in entries).items() if n > 1]
     assert not dupes
     by_label = Counter(e["label"] for e in entries)
