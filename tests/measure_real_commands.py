@@ -24,6 +24,7 @@ Run `python -m tests.measure_real_commands` for the rates table.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -138,11 +139,19 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:5.1f}%" if whole else "  n/a"
 
 
+_HEREDOC_BODY = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1[^\n]*\n.*?\n\s*\2\b", re.S)
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\\\]|\\\\.)*\"")
+
+
 def _shape(command: str) -> str:
-    shapes = []
-    for token, name in (("|", "pipe"), ("&&", "list"), ("||", "list"), (";", "list"), ("<<", "heredoc"),
-                        ("2>&1", "redirect"), ("/dev/null", "redirect"), (">", "redirect"), ("\n", "lines")):
-        if token in command and name not in shapes:
+    """The command's shell constructs, outside quotes and here-document bodies."""
+    text = _QUOTED.sub("Q", _HEREDOC_BODY.sub("<<H", command))
+    shapes = ["heredoc"] if "<<" in text else []
+    if "$(" in command or "`" in command:
+        shapes.append("substitution")
+    for token, name in (("|", "pipe"), ("&&", "list"), (";", "list"), ("\n", "list"),
+                        (">", "redirect"), ("<", "redirect")):
+        if token in text.replace("<<", "").replace("||", "&&") and name not in shapes:
             shapes.append(name)
     return "+".join(shapes) or "simple"
 
