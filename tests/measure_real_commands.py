@@ -18,13 +18,18 @@ a `workspace` are judged by it instead, in a temporary workspace holding their
 `exists` files, with the recorded root in the command replaced by that folder
 (the workspace relocated; nothing else in the command changes).
 
-Run `python -m tests.measure_real_commands` for the rates table.
+Run `python -m tests.measure_real_commands` for the rates table of the main
+corpus, or name corpus files (`python -m tests.measure_real_commands
+tests/data/real_commands_holdout.jsonl`). The hold-out file, when present, holds
+commands drawn at random from the same sources after the main corpus was frozen,
+never used to tune the validator.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,7 +38,9 @@ from typing import Any, Callable
 
 from core.shell_validator import validate_command
 
-CORPUS = Path(__file__).parent / "data" / "real_commands.jsonl"
+DATA = Path(__file__).parent / "data"
+CORPUS = DATA / "real_commands.jsonl"
+HOLDOUT = DATA / "real_commands_holdout.jsonl"
 LABELS = ("allow", "ask", "reject")
 FIELDS = {"command", "label", "destructive", "reason", "source"}
 
@@ -84,6 +91,7 @@ class Result:
 class Report:
     entry_point: str
     results: list[Result]
+    name: str = "Real-command corpus"
     by_label: dict[str, Counter[str]] = field(default_factory=dict)
 
     def of(self, label: str) -> list[Result]:
@@ -121,15 +129,15 @@ class Report:
         return [r for r in self.destructive_entries if not (r.verdict == "ask" and r.destructive)]
 
 
-def measure(entries: list[dict[str, Any]] | None = None) -> Report:
-    entries = load() if entries is None else entries
+def measure(entries: list[dict[str, Any]] | None = None, path: Path = CORPUS) -> Report:
+    entries = load(path) if entries is None else entries
     results = []
     with tempfile.TemporaryDirectory(prefix="real-commands-") as scratch:
         name, judge = _judge_fn(Path(scratch))
         for e in entries:
             v = judge(e)
             results.append(Result(e, v.verdict, bool(getattr(v, "destructive", False)), v.reason))
-    report = Report(name, results)
+    report = Report(name, results, path.name)
     for label in LABELS:
         report.by_label[label] = Counter(r.verdict for r in report.of(label))
     return report
@@ -168,10 +176,10 @@ def offenders(results: list[Result], limit: int = 15) -> str:
     return "\n".join(lines)
 
 
-def format_report(rep: Report) -> str:
+def format_report(rep: Report, name: str | None = None) -> str:
     n_legit, n_dang = len(rep.legitimate), len(rep.of("reject"))
     rows = [
-        f"Real-command corpus: {len(rep.results)} commands ({len(rep.of('allow'))} allow, "
+        f"{name or rep.name}: {len(rep.results)} commands ({len(rep.of('allow'))} allow, "
         f"{len(rep.of('ask'))} ask, {n_dang} reject-labelled); entry point: {rep.entry_point}",
         "",
         "| label  | n   | verdict allow | verdict ask | verdict reject |",
@@ -204,8 +212,16 @@ def format_report(rep: Report) -> str:
     return "\n".join(rows)
 
 
-def main() -> None:
-    rep = measure()
+def main(argv: list[str] | None = None) -> None:
+    paths = [Path(a) for a in (sys.argv[1:] if argv is None else argv)] or [CORPUS]
+    for n, path in enumerate(paths):
+        if n:
+            print("\n" + "=" * 78 + "\n")
+        _print_one(path)
+
+
+def _print_one(path: Path) -> None:
+    rep = measure(path=path)
     print(format_report(rep))
     for title, bad in (
         ("Legitimate commands rejected", rep.legit_rejected),

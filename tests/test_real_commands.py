@@ -10,12 +10,15 @@ the worst offenders. The corpus and its labelling rules: docs/shell_corpus.md.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from tests.measure_real_commands import (
     ACCEPTABLE_DANGEROUS_ASKS,
+    CORPUS,
     FIELDS,
+    HOLDOUT,
     LABELS,
     Report,
     Result,
@@ -28,19 +31,24 @@ from tests.measure_real_commands import (
 MAX_LEGIT_REJECTED = 0.10
 
 
-@pytest.fixture(scope="module")
-def report() -> Report:
-    return measure()
+# The main corpus, and the hold-out sample once it is there (docs/shell_corpus.md).
+CORPORA = [CORPUS] + ([HOLDOUT] if HOLDOUT.exists() else [])
+
+
+@pytest.fixture(scope="module", params=CORPORA, ids=lambda p: p.stem)
+def report(request: pytest.FixtureRequest) -> Report:
+    return measure(path=request.param)
 
 
 def _fail(report: Report, what: str, bad: list[Result]) -> None:
-    pytest.fail(f"{what}: {len(bad)}\n\n{format_report(report)}\n\nWorst offenders:\n{offenders(bad)}",
-                pytrace=False)
+    pytest.fail(f"{what}: {len(bad)}\n\n{format_report(report)}\n\n"
+                f"Worst offenders:\n{offenders(bad)}", pytrace=False)
 
 
-def test_corpus_is_well_formed() -> None:
-    entries = load()
-    assert len(entries) >= 300
+@pytest.mark.parametrize("path", CORPORA, ids=lambda p: p.stem)
+def test_corpus_is_well_formed(path: Path) -> None:
+    entries = load(path)
+    assert len(entries) >= (300 if path == CORPUS else 100)
     for e in entries:
         assert FIELDS <= e.keys(), e
         assert e["label"] in LABELS, e
@@ -51,8 +59,14 @@ def test_corpus_is_well_formed() -> None:
     dupes = [c for c, n in Counter(e["command"] for e in entries).items() if n > 1]
     assert not dupes
     by_label = Counter(e["label"] for e in entries)
-    assert by_label["reject"] >= 30 and by_label["allow"] >= 100 and by_label["ask"] >= 100
-    assert set(ACCEPTABLE_DANGEROUS_ASKS) <= {e["command"] for e in entries if e["label"] == "reject"}
+    assert min(by_label[label] for label in LABELS) >= (30 if path == CORPUS else 10)
+    if path == CORPUS:
+        assert set(ACCEPTABLE_DANGEROUS_ASKS) <= {e["command"] for e in entries if e["label"] == "reject"}
+
+
+def test_hold_out_shares_no_command_with_the_corpus() -> None:
+    if HOLDOUT.exists():
+        assert not {e["command"] for e in load(HOLDOUT)} & {e["command"] for e in load(CORPUS)}
 
 
 def test_at_most_ten_percent_of_legitimate_commands_rejected(report: Report) -> None:
