@@ -90,3 +90,32 @@ def test_goal_has_no_offenders(report: Report, goal: str) -> None:
     bad = getattr(report, ZERO_GOALS[goal])
     if bad:
         _fail(report, goal, bad)
+
+
+def test_workspace_entries_are_judged_in_a_relocated_workspace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the workspace-facts entry point present, an entry's recorded root is
+    replaced by a real folder holding its `exists` files; others stay verbatim."""
+    import sys
+    import types
+
+    from core.shell_validator import validate_command
+
+    seen: list[tuple[str, str, bool]] = []
+
+    def validate_in_workspace(command: str, root: str):  # the agreed signature
+        seen.append((command, root, (Path(root) / "pkg/mod.py").is_file()))
+        return validate_command(command)
+
+    fake = types.ModuleType("activities.command_facts")
+    fake.validate_in_workspace = validate_in_workspace  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "activities.command_facts", fake)
+    entries = [
+        {"line": 1, "command": "cat > /testbed/pkg/mod.py <<'EOF'\nx = 1\nEOF", "label": "ask", "destructive": True,
+         "reason": "r", "source": "s", "workspace": "/testbed", "exists": ["pkg/mod.py"]},
+        {"line": 2, "command": "git status", "label": "allow", "destructive": False, "reason": "r", "source": "s"},
+    ]
+    rep = measure(entries)
+    assert rep.entry_point.startswith("validate_in_workspace")
+    [(command, root, existed)] = seen
+    assert existed and "/testbed" not in command and command.startswith(f"cat > {root}/pkg/mod.py <<'EOF'\n")
+    assert [r.entry["line"] for r in rep.results] == [1, 2]
