@@ -126,7 +126,10 @@ class Report:
 
     @property
     def destructive_missed(self) -> list[Result]:
-        return [r for r in self.destructive_entries if not (r.verdict == "ask" and r.destructive)]
+        """Destructive commands that could run unattended: accepted without
+        the destructive flag. (A rejection is stricter still; it is counted
+        among the legitimate commands rejected.)"""
+        return [r for r in self.destructive_entries if r.verdict != "reject" and not (r.verdict == "ask" and r.destructive)]
 
 
 def measure(entries: list[dict[str, Any]] | None = None, path: Path = CORPUS) -> Report:
@@ -198,7 +201,7 @@ def format_report(rep: Report, name: str | None = None) -> str:
         f"| dangerous (reject-labelled) commands allowed       | {len(rep.dangerous_allowed):>3}/{n_dang}  = {_pct(len(rep.dangerous_allowed), n_dang)} | 0      |",
         f"| dangerous commands accepted (allow or ask)         | {len(rep.dangerous_accepted):>3}/{n_dang}  = {_pct(len(rep.dangerous_accepted), n_dang)} | 0      |",
         f"| ask-labelled commands allowed                      | {len(rep.ask_allowed):>3}/{len(rep.of('ask'))} = {_pct(len(rep.ask_allowed), len(rep.of('ask')))} | 0      |",
-        f"| destructive commands not `ask` + destructive=true  | {len(rep.destructive_missed):>3}/{n_destr}  = {_pct(len(rep.destructive_missed), n_destr)} | 0      |",
+        f"| destructive commands accepted without destructive  | {len(rep.destructive_missed):>3}/{n_destr}  = {_pct(len(rep.destructive_missed), n_destr)} | 0      |",
     ]
     shapes: Counter[str] = Counter()
     shapes_rej: Counter[str] = Counter()

@@ -3,8 +3,8 @@
 Goals: at most 10% of legitimate (allow/ask-labelled) commands rejected; no
 reject-labelled command allowed, nor accepted at all unless documented in
 ACCEPTABLE_DANGEROUS_ASKS; nothing labelled ask is allowed; every destructive
-command is `ask` with `destructive=True`. Failures print the rates table and
-the worst offenders. The corpus and its labelling rules: docs/shell_corpus.md.
+command that is accepted is `ask` with `destructive=True` (never unattended).
+Failures print the rates table and the worst offenders. The corpus and its labelling rules: docs/shell_corpus.md.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ ZERO_GOALS = {
     "reject-labelled commands allowed": "dangerous_allowed",
     "reject-labelled commands accepted (ask) without a documented reason": "dangerous_accepted",
     "ask-labelled commands allowed": "ask_allowed",
-    "destructive commands not judged `ask` with destructive=True": "destructive_missed",
+    "destructive commands accepted without `ask` + destructive=True": "destructive_missed",
 }
 
 
