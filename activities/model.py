@@ -28,6 +28,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import model_anthropic, model_openai
+from activities.model_dispatch import StreamDispatcher, abandon_batch, merged_response  # streaming dispatch (issue 14)
 from activities.model_transcript import TranscriptMissing, TranscriptStore
 from activities.workspace import WorkspaceError
 from core import providers_errors as errors
@@ -227,8 +228,12 @@ def session_activities(
             entries = await asyncio.to_thread(store.read, head)
         except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:
             raise _transcript_error(exc) from None
+        dispatcher = StreamDispatcher.for_activity(request.dispatch_to, config.provider)  # streaming dispatch
         def progress(closed: list[AssembledCall]) -> None:
             activity.heartbeat()  # the SDK throttles these to a fraction of the timeout
+            if dispatcher is not None:  # streaming dispatch (issue 14)
+                for call in closed:
+                    dispatcher.closed(call)
             if on_closed_call is not None:
                 for call in closed:
                     on_closed_call(request, call)
@@ -237,6 +242,8 @@ def session_activities(
         try:
             response = await stream_model(config, entries, api_key, base_url, progress)
         except Exception as exc:
+            if dispatcher is not None:  # streaming dispatch: a retry dispatches again
+                dispatcher.cancel()
             classified = classify(config.provider, exc)
             if classified is None:
                 raise
@@ -244,6 +251,9 @@ def session_activities(
         finally:
             beat.cancel()
         bounded = _bounded(response, config.provider, head)
+        if dispatcher is not None:  # streaming dispatch: the transcript records the merged batch
+            over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
+            bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls, abandon=over))
         assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls)
         try:
             bounded.transcript_head = await asyncio.to_thread(store.append, head, [assistant])
@@ -274,4 +284,4 @@ def session_activities(
             activity.logger.warning("could not read the final status of turn %s: %s", turn_id, exc)
             return None
 
-    return [call_model, append_transcript, describe_turn]
+    return [call_model, append_transcript, describe_turn, abandon_batch]  # abandon_batch: streaming dispatch

@@ -137,6 +137,9 @@ class TurnInput(BaseModel):
     # None: use the default policy of the worker that runs the workflow.
     policy: Policy | None = None
     options: TurnOptions = Field(default_factory=TurnOptions)
+    # Streaming dispatch (issue 14): the calls arrive by the signal `dispatch`
+    # and the update `close_batch` (tool_calls starts empty); see workflows/turn_dispatch.py.
+    open_batch: bool = False
 
 
 class ApprovalDecision(BaseModel):

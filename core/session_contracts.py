@@ -94,6 +94,13 @@ class ModelCallRequest(BaseModel):
     # The transcript so far (None: empty) and what to add before calling.
     transcript_head: str | None
     append: list[TranscriptEntry] = Field(default_factory=list)
+    # Streaming dispatch (issue 14): the open turn that gets each tool call as
+    # its JSON closes (None: off; the calls run after the response).
+    dispatch_to: str | None = None
+    # Tokens the session may still use (its max_tokens minus usage): a response
+    # that reaches it ends the session, so its batch closes with only the
+    # calls that already started (none of the rest runs).
+    tokens_left: int | None = None
 
 
 class ModelResponse(BaseModel):
@@ -109,6 +116,9 @@ class ModelResponse(BaseModel):
     stop_reason: str = "end"
     usage: TokenUsage = Field(default_factory=TokenUsage)
     response_id: str = ""
+    # Streaming dispatch: calls of the response not run because the session
+    # stopped at its token limit (tool_calls holds those that had started).
+    dropped_calls: int = 0
 
 
 class TranscriptAppend(BaseModel):
@@ -166,6 +176,8 @@ class SessionInput(BaseModel):
     policy: Policy | None = None  # None: each turn uses its worker's default
     limits: SessionLimits = Field(default_factory=SessionLimits)
     turn_options: TurnOptions = Field(default_factory=TurnOptions)
+    # Issue 14: start safe tool calls while the model is still streaming.
+    streaming_dispatch: bool = True
     carry: SessionCarry | None = None  # set by continue-as-new only
 
 

@@ -64,6 +64,7 @@ def session_input(
     max_output_tokens: int | None = None,
     workflow_task_queue: str | None = None,
     check_workspace: bool = True,
+    streaming_dispatch: bool = True,  # issue 14: start safe calls while the model streams
 ) -> SessionInput:
     root = Path(workspace).resolve() if check_workspace else Path(workspace)
     if check_workspace and not root.is_dir():
@@ -83,6 +84,7 @@ def session_input(
         limits=limits,
         # Fast tools run as local activities when the turns run where the files are.
         turn_options=TurnOptions(execution="local" if colocated else "remote"),
+        streaming_dispatch=streaming_dispatch,
     )
 
 

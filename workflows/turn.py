@@ -61,6 +61,8 @@ with workflow.unsafe.imports_passed_through():
     from runtime.limits import MAX_CALLS_PER_TURN
     from workflows.turn_preview import TurnPreviews  # wire (issue 15)
     from workflows.activity_options import BASH_RETRY_PATCH, LOCAL_START_TO_CLOSE, options_for
+    from core.early_dispatch import BatchClose, ClosedBatch, DispatchedCall  # streaming dispatch (issue 14)
+    from workflows.turn_dispatch import TurnDispatch  # streaming dispatch (issue 14)
 
 WORKFLOW_NAME = "AgentTurnWorkflow"
 RECORDED_PLAN_PATCH = "recorded-plan"
@@ -138,6 +140,8 @@ class AgentTurnWorkflow:
         self._recorded_bytes = 0
         # New turns record their plan; histories from before keep planning here.
         self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
+        # streaming dispatch (issue 14): the batch arrives by dispatch/close_batch.
+        self._dispatch = TurnDispatch(self, _describe_infrastructure_failure) if turn.open_batch else None
         if not self._recorded and turn.policy is not None:
             # Prepared here, not in run(), so a decision that arrives with
             # the very first workflow task already finds the turn paused.
@@ -155,6 +159,8 @@ class AgentTurnWorkflow:
         self._status = TurnStatus.PAUSED if self._pending else TurnStatus.RUNNING
 
     def _arguments(self, call: PlannedCall) -> dict:
+        if call.arguments is not None:  # streaming dispatch: an early call carries its own
+            return call.arguments
         return planned_arguments(call, self._turn.tool_calls[call.index])
 
     @property
@@ -164,7 +170,12 @@ class AgentTurnWorkflow:
     # ------------------------------------------------------------------ run
     @workflow.run
     async def run(self, turn: TurnInput) -> TurnResult:
-        if self._recorded:
+        if self._dispatch is not None:  # streaming dispatch (issue 14)
+            turn = self._turn = await self._dispatch.collect(turn)
+            self._digest = batch_digest(turn.tool_calls)
+        if self._dispatch is not None and (streamed := self._dispatch.ready_plan()) is not None:
+            self._adopt(streamed)  # streaming dispatch: the whole batch was planned (recorded) as it streamed
+        elif self._recorded:
             await self._record_plan(turn)
         elif turn.policy is None:
             # The worker's default policy, fetched through a (recorded) local
@@ -184,6 +195,8 @@ class AgentTurnWorkflow:
             if not approved:
                 if previews.previewed:  # wire
                     await previews.discard()  # wire
+                if self._dispatch is not None:  # streaming dispatch: what ran early is reported
+                    await self._dispatch.settle(self._calls)
                 return await self._fitted(self._finish(TurnStatus.REJECTED))
             self._status = TurnStatus.RUNNING
             self._publish_status()
@@ -387,6 +400,8 @@ class AgentTurnWorkflow:
     async def _invoke(self, call: PlannedCall) -> ToolResult:
         if call.early_result is not None:
             return call.early_result
+        if self._dispatch is not None and self._dispatch.started(call.index):  # streaming dispatch
+            return await self._dispatch.result_of(call.index)
         name = call.name
         if self._recorded and self._recorded_bytes > HISTORY_BUDGET_BYTES:
             return ToolResult.error(
@@ -506,6 +521,24 @@ class AgentTurnWorkflow:
         if problem:
             raise ValueError(problem)
 
+    # ------------------------------------- streaming dispatch (issue 14) hooks
+    @workflow.signal
+    def dispatch(self, call: DispatchedCall) -> None:
+        if self._dispatch is None:
+            workflow.logger.warning("ignored dispatch: turn %s is not an open batch", self._turn.turn_id)
+            return
+        self._dispatch.on_dispatch(call)
+
+    @workflow.update
+    def close_batch(self, close: BatchClose) -> ClosedBatch:
+        assert self._dispatch is not None
+        return self._dispatch.on_close(close)
+
+    @close_batch.validator
+    def _validate_close_batch(self, close: BatchClose) -> None:
+        if self._dispatch is None:
+            raise ValueError(f"turn {self._turn.turn_id} is not an open batch")
+
     # --------------------------------------------------------------- status
     @workflow.query
     def status(self) -> TurnProgress:
@@ -526,6 +559,8 @@ class AgentTurnWorkflow:
                     status=result.status if result else None,
                 )
             )
+        if self._dispatch is not None and self._plan is None:  # streaming dispatch: calls running early
+            calls = self._dispatch.progress()
         return TurnProgress(
             turn_id=self._turn.turn_id,
             status=self._status,
