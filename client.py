@@ -4,6 +4,7 @@
     python client.py pending
     python client.py show TURN_ID
     python client.py approve TURN_ID --reason "looks right"
+    python client.py rollback TURN_ID
     python client.py tools --format openai
     echo 'rm -rf /' | python client.py check-command
 
@@ -26,6 +27,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+import cli_rollback  # wire (issue 15)
 from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
 import cli_session  # session hook
@@ -287,6 +289,8 @@ async def cmd_show(client: Client, args: argparse.Namespace) -> int:
     _out(f"batch digest: {progress.batch_digest}\n")
     for pending in progress.pending:
         _out(describe_pending_call(pending, validate_command))
+        if pending.preview:  # wire (issue 15): what a previewed bash call would do
+            _out("\n".join("  " + line for line in pending.preview.splitlines()))
         _out()
     return EXIT_OK
 
@@ -366,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("--format", choices=["openai", "anthropic"], default="openai")
     check = sub.add_parser("check-command", help="validate bash commands (one per line on stdin)")
     check.add_argument("--json", action="store_true", help="stdin is a JSON array of strings")
+    cli_rollback.add_parser(sub)  # wire (issue 15): client.py rollback
     cli_session.register(sub)  # session hook
     return parser
 
@@ -386,6 +391,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "result": cmd_result,
         "pending": cmd_pending,
         "show": cmd_show,
+        "rollback": cli_rollback.cmd_rollback,  # wire (issue 15)
     }
     if args.command in handlers:
         return await handlers[args.command](client, args)

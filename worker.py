@@ -28,6 +28,7 @@ from activities.registry import build_activities
 from core.contracts import Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
 from runtime.devserver import DevServer, DevServerError, port_open
+from workflows.rollback import TurnRollbackWorkflow  # wire (issue 15)
 from workflows.session import AgentSessionWorkflow  # session hook
 from workflows.turn import AgentTurnWorkflow
 
@@ -78,7 +79,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentTurnWorkflow, AgentSessionWorkflow, *extra_workflows],  # session hook
+        workflows=[AgentTurnWorkflow, AgentSessionWorkflow, TurnRollbackWorkflow, *extra_workflows],  # session + wire hooks
         activities=[*activities, *extra_activities],
         max_concurrent_activities=max_concurrent_activities,
         # A parallel stage schedules all its calls in one workflow task; by

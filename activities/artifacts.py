@@ -13,6 +13,12 @@ The artifact just saved (``keep``) is never deleted, even if it alone is over
 the cap (its own size is bounded by its writer). Only regular files directly
 in the folder whose names end in ``.txt`` are artifacts; ``.gitignore``,
 subfolders (another component's journal, say) and symlinks are left alone.
+
+Transactional bash's call folders (``txn/<turn>/<call>/``, issue 15) follow
+the age rule only, and only those ``journal.prunable`` lists (applied calls,
+whose turn then can no longer be rolled back, and leftovers of captures that
+never reached a journal): a journaled or previewed call is never deleted, a
+retry or an approval still needs it.
 Files are listed and deleted relative to a descriptor of the folder opened
 with O_NOFOLLOW, so a command that swapped the folder for a symlink cannot
 make the worker delete elsewhere. 0 disables a rule.
@@ -113,6 +119,37 @@ def prune_artifacts(
                     break
                 if name != keep_name and remove(name):
                     total -= size
+        if max_age_s:
+            removed += _prune_txn(root, now - max_age_s)
         return Pruned(tuple(removed), total)
     finally:
         os.close(dir_fd)
+
+
+def _prune_txn(root: str | os.PathLike[str], older_than: float) -> list[str]:
+    """Delete the txn call folders journal.prunable allows, older than the cut."""
+    from activities import journal  # here: journal imports the workspace helpers, which import us
+    from activities.overlay import remove_tree
+
+    removed: list[str] = []
+    try:
+        folders = journal.prunable(os.path.realpath(root))
+    except OSError as exc:
+        log.warning("cannot list transaction folders for pruning: %s", exc)
+        return removed
+    for folder in folders:
+        try:
+            # A command run without capture can write here: never delete through a planted symlink.
+            if os.path.realpath(folder) != folder or os.path.islink(folder):
+                continue
+            if os.lstat(folder).st_mtime >= older_than:
+                continue
+            remove_tree(folder)
+            removed.append(os.path.relpath(folder, os.path.join(root, ARTIFACTS_FOLDER)))
+            try:
+                os.rmdir(os.path.dirname(folder))  # the turn's folder, once empty
+            except OSError:
+                pass
+        except OSError as exc:
+            log.warning("could not delete transaction folder %s: %s", folder, exc)
+    return removed

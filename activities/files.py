@@ -22,7 +22,6 @@ from activities.base import tool_activity
 from activities.fs_cancel import run_in_thread
 from activities.fs_common import (
     Refusal,
-    atomic_write,
     count_lines,
     encode_text,
     guarded,
@@ -31,6 +30,7 @@ from activities.fs_common import (
     refuse_non_regular,
 )
 from activities.fs_edit import edit_file
+from activities.fs_undo import folders_made, record_new_folders, recorded_write
 from activities.fs_read import read_file
 from activities.fs_root import Location, WorkspaceRoot
 from activities.snapshots import (
@@ -61,10 +61,13 @@ def _summary(data: bytes) -> str:
 def write_file(request: ToolRequest, args: WriteFileArgs) -> ToolResult:
     """Create a file or replace its whole content, atomically, under the snapshot rule."""
     data = encode_text(args.content, "content")
+    made = record_new_folders(request, args.path)  # wire (issue 15): rollback removes them too
     with WorkspaceRoot(request.workspace_root) as ws:
         loc, st = lookup(ws, args.path, create_parents=True)
         with loc:
-            return _write_located(request, ws, loc, st, data)
+            result = _write_located(request, ws, loc, st, data)
+    folders_made(request, made)  # wire
+    return result
 
 
 def _write_located(
@@ -85,7 +88,7 @@ def _write_located(
     if st is None:
         if loc.name == ".":
             raise Refusal(f"{rel} is a folder, not a file: give the path of a file inside it", kind="directory")
-        written = atomic_write(loc, data, like=None, expect_absent=True)
+        written = recorded_write(request, loc, data, like=None, expect_absent=True)  # wire: pre/post-images
         gone = " (it had been deleted since you read it)" if snapshot_is_for(ws, held, rel) else ""
         return ok(f"Created {rel} ({_summary(data)}){gone}.", written, created="true")
 
@@ -108,7 +111,7 @@ def _write_located(
             else "(no diff shown: the file is too large to compare inline)"
         )
         raise Refusal(conflict_message(rel, held, st, diff), conflict="true")
-    written = atomic_write(loc, data, like=st)
+    written = recorded_write(request, loc, data, like=st)  # wire: pre/post-images
     return ok(f"Overwrote {rel} ({_summary(data)}; was {st.st_size} bytes).", written, created="false")
 
 

@@ -14,7 +14,6 @@ from activities.base import bound_output
 from activities.fs_common import (
     SNIFF_BYTES,
     Refusal,
-    atomic_write,
     binary_reason,
     display_line,
     encode_text,
@@ -25,6 +24,7 @@ from activities.fs_common import (
     refuse_non_regular,
 )
 from activities.fs_root import Location, WorkspaceRoot
+from activities.fs_undo import recorded_write
 from activities.snapshots import conflict_message, make_snapshot, not_read_message, sha256_bytes, snapshot_is_for
 from core.contracts import Snapshot, ToolRequest, ToolResult
 from core.tool_specs import EDIT_FILE, EditFileArgs
@@ -356,7 +356,7 @@ def _edit_located(
             found=str(count),
         )
     result = _apply(data, o, n, args.replace_all)
-    written = atomic_write(loc, result, like=fst)
+    written = recorded_write(request, loc, result, like=fst)  # wire: pre/post-images
 
     # Where the replacements landed in the new content.
     starts, shift, at = [], len(n) - len(o), data.find(o)

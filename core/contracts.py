@@ -109,6 +109,10 @@ class Policy(BaseModel):
     rules: list[PolicyRule] = Field(default_factory=list)
     # Silence for this long turns into a rejection; None waits for ever.
     approval_timeout_seconds: float | None = None
+    # wire (issue 15): an `ask` bash call runs first in a throwaway copy-on-write
+    # view; the pending call shows its output and diff, and approval applies
+    # exactly that changeset (no second run).
+    preview_bash: bool = False
 
 
 class TurnOptions(BaseModel):
@@ -160,6 +164,8 @@ class PendingCall(BaseModel):
     name: str
     arguments: dict[str, Any]
     reason: str
+    # wire (issue 15): bash with Policy.preview_bash: its output and the diff it would apply.
+    preview: str = ""
 
 
 class CallProgress(BaseModel):

@@ -9,6 +9,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from temporalio.client import Client
 
 from core.session_contracts import SessionState
@@ -28,8 +30,12 @@ async def _until(predicate, what: str, log: Path, timeout: float = 30) -> None: 
 
 
 async def test_worker_killed_during_a_model_call_and_during_a_turn(
-    client: Client, workspace: Path, task_queue: str, tmp_path: Path, model_server: ScriptedModelServer
+    client: Client, workspace: Path, task_queue: str, tmp_path: Path, model_server: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # wire (issue 15): the lost-command path is the one without copy-on-write capture (with it
+    # the retry re-runs the command safely: tests/test_txn_worker_crash.py).
+    monkeypatch.setenv("AGENT_TOOLS_TXN", "off")
     (workspace / "once.py").write_text("open('once.txt', 'a').write('ran\\n')\n")
     (workspace / "slow.py").write_text(
         "import time\nopen('slow.txt', 'a').write('ran\\n')\ntime.sleep(60)\n"

@@ -16,7 +16,12 @@ from workflows.turn import AgentTurnWorkflow
 from tests.support import call
 
 
-async def test_worker_killed_mid_batch(client: Client, workspace: Path, task_queue: str, tmp_path: Path) -> None:
+async def test_worker_killed_mid_batch(
+    client: Client, workspace: Path, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # wire (issue 15): without copy-on-write capture (with it the retry runs the command
+    # again safely: tests/test_txn_worker_crash.py), a lost command is not run again.
+    monkeypatch.setenv("AGENT_TOOLS_TXN", "off")
     (workspace / "slow.py").write_text(
         "import time, pathlib\n"
         "with open('ran.txt', 'a') as f:\n"

@@ -88,3 +88,10 @@ SCRIPT = (
     " && rm f && mkdir f && echo in > f/in && rm -r dir2file && echo now-a-file > dir2file"
     " && echo 'line 2' >> keep.txt && mkdir -p new/a/b && echo deep > new/a/b/c && chmod 500 new/a"
 )
+
+
+def written(workspace: str | Path, name: str) -> bool:
+    """Has a running command written ``name``? A captured command's writes show
+    in its copy-on-write upper layer until it ends and they are applied."""
+    ws = Path(workspace)
+    return (ws / name).exists() or any(ws.glob(f".agent-artifacts/txn/*/*/upper/{name}"))

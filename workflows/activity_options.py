@@ -4,8 +4,12 @@ noticed, and what is retried.
 - Reads (read_file, grep, glob) retry freely: they change nothing.
 - write_file / edit_file retry too: their snapshot check and idempotence make
   a repeat harmless (a retried write that already landed reports success).
-- bash is never retried once it may have started: a lost worker becomes an
-  error result saying the command may or may not have run.
+- bash: turns from before patch ``bash-retry-with-capture`` never retry it (a
+  lost worker is an error result saying the command may or may not have
+  run). Newer turns retry it after a lost worker: the activity decides from
+  what the first attempt left on disk (activities.bash_txn) whether to finish
+  a journaled apply, run again (captured or never launched) or report "may
+  or may not have run" (it ran without capture).
 - Every tool heartbeats (see activities.base), so a SIGKILLed worker is
   noticed after HEARTBEAT_TIMEOUT rather than after start_to_close.
 - An oversized result (PayloadsTooLarge) is never retried: it would fail
@@ -32,6 +36,15 @@ _RETRY_FREELY = RetryPolicy(
     non_retryable_error_types=NON_RETRYABLE,
 )
 _NEVER_RETRY = RetryPolicy(maximum_attempts=1, non_retryable_error_types=NON_RETRYABLE)
+# wire (issue 15): bash after a lost worker; the activity refuses what is unsafe.
+BASH_RETRY_PATCH = "bash-retry-with-capture"
+_BASH_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=4,
+    non_retryable_error_types=NON_RETRYABLE,
+)
 
 
 @dataclass(frozen=True)
@@ -42,15 +55,18 @@ class ToolActivityOptions:
     may_run_locally: bool = True
 
 
-def options_for(tool: str, args: ToolArgs | None = None, *, bash_timeout: int | None = None) -> ToolActivityOptions:
+def options_for(
+    tool: str, args: ToolArgs | None = None, *, bash_timeout: int | None = None, bash_retry: bool = False
+) -> ToolActivityOptions:
     """``bash_timeout`` is the command's timeout as the recorded plan holds it
-    (the workflow no longer re-validates arguments to learn it)."""
+    (the workflow no longer re-validates arguments to learn it).
+    ``bash_retry``: the turn has patch BASH_RETRY_PATCH (retry bash)."""
     if tool == BASH:
         budget = bash_timeout or (args.timeout_seconds if isinstance(args, BashArgs) else 180)
         # The command's own timeout plus time to kill it and drain its pipes.
         return ToolActivityOptions(
             start_to_close=timedelta(seconds=budget + 30),
-            retry=_NEVER_RETRY,
+            retry=_BASH_RETRY if bash_retry else _NEVER_RETRY,
             may_run_locally=False,
         )
     if tool in (READ_FILE, GREP, GLOB, WRITE_FILE, EDIT_FILE):

@@ -59,7 +59,8 @@ with workflow.unsafe.imports_passed_through():
     from core.policy import DEFAULT_POLICY_ACTIVITY
     from core.tool_specs import BASH, EDIT_FILE, WRITE_FILE
     from runtime.limits import MAX_CALLS_PER_TURN
-    from workflows.activity_options import LOCAL_START_TO_CLOSE, options_for
+    from workflows.turn_preview import TurnPreviews  # wire (issue 15)
+    from workflows.activity_options import BASH_RETRY_PATCH, LOCAL_START_TO_CLOSE, options_for
     from core.early_dispatch import BatchClose, ClosedBatch, DispatchedCall  # streaming dispatch (issue 14)
     from workflows.turn_dispatch import TurnDispatch  # streaming dispatch (issue 14)
 
@@ -186,15 +187,22 @@ class AgentTurnWorkflow:
                 start_to_close_timeout=timedelta(seconds=10),
             )
             self._prepare_in_workflow(policy)
+        previews = TurnPreviews(self)  # wire (issue 15): bash previews before approval
         if self._pending:
+            if previews.wanted():  # wire
+                await previews.run_previews()  # wire
             approved = await self._wait_for_decision()
             if not approved:
+                if previews.previewed:  # wire
+                    await previews.discard()  # wire
                 if self._dispatch is not None:  # streaming dispatch: what ran early is reported
                     await self._dispatch.settle(self._calls)
                 return await self._fitted(self._finish(TurnStatus.REJECTED))
             self._status = TurnStatus.RUNNING
             self._publish_status()
         await self._execute()
+        if previews.previewed:  # wire: a previewed call that was skipped
+            await previews.discard(keep_applied=True)  # wire
         return await self._fitted(self._finish(TurnStatus.COMPLETED))
 
     async def _fitted(self, result: TurnResult) -> TurnResult:
@@ -412,7 +420,9 @@ class AgentTurnWorkflow:
             snapshot=self._held_snapshot(call) if name in (WRITE_FILE, EDIT_FILE) else None,
             turn_id=self._turn.turn_id if self._recorded else "",
         )
-        options = options_for(name, bash_timeout=call.bash_timeout_seconds)
+        # wire (issue 15): bash is retried after a lost worker in turns with the patch.
+        bash_retry = name == BASH and workflow.patched(BASH_RETRY_PATCH)
+        options = options_for(name, bash_timeout=call.bash_timeout_seconds, bash_retry=bash_retry)
         self._running.add(call.index)
         try:
             if options.may_run_locally and self._runs_locally():
