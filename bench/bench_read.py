@@ -57,7 +57,7 @@ def hwm_kib():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
-from activities import files
+from activities import fs_read as files
 from activities.files import read_file
 from core.contracts import ToolRequest
 from core.tool_specs import ReadFileArgs

@@ -192,6 +192,13 @@ async def test_reads_only_batch_does_not_pause_and_refuses_decisions(
         result = await (await start(client, make_turn(workspace, task_queue, calls))).result()
         # A running turn that never paused refuses a decision, and says why.
         running = await start(client, make_turn(workspace, task_queue, slow, mode="auto"))
+        # Wait until its plan is recorded: before that, a decision is checked
+        # against the digest only (the turn may still turn out to pause).
+        for _ in range(200):
+            progress = await running.query(AgentTurnWorkflow.status)
+            if progress.calls:
+                break
+            await asyncio.sleep(0.05)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await running.execute_update(
                 AgentTurnWorkflow.decide, ApprovalDecision(batch_digest=result.batch_digest, approver="x")
