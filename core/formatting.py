@@ -8,8 +8,6 @@ the Anthropic shape they are separate content blocks.
 
 from __future__ import annotations
 
-import difflib
-import json
 import unicodedata
 from typing import Any, Callable
 
@@ -137,37 +135,17 @@ def render_text(result: ToolResult, index: int) -> str:
 
 
 def describe_pending_call(pending: PendingCall, validate: Callable[[str], Any]) -> str:
-    """What a reviewer needs to see before approving one call: the path, the
-    edit as a diff, the write's content, the command and its verdict. Every
-    piece is escaped with ``shown``: what the model wrote cannot drive the
-    reviewer's terminal."""
-    args = pending.arguments
-    lines = [
+    """What a reviewer needs to see before approving one call: a header with
+    the reason it asks, then the tool's own view (``ToolSpec.review``: the
+    edit as a diff, the write's content, the command and its verdict)."""
+    # Imported here: the tool specs import the review functions, which use
+    # this module's escaping.
+    from core.tool_review import review_arguments
+    from core.tool_specs import TOOLS
+
+    spec = TOOLS.get(pending.name)
+    review = spec.review if spec is not None else review_arguments
+    header = (
         f"#{pending.index + 1} {shown(pending.name)} ({shown(pending.tool_call_id)}) — asks because: {shown(pending.reason)}"
-    ]
-    if pending.name == "edit_file":
-        lines.append(f"  file: {shown(args.get('path'))}" + ("  (replace all)" if args.get("replace_all") else ""))
-        diff = difflib.unified_diff(
-            shown_lines(args.get("old_string", "")),
-            shown_lines(args.get("new_string", "")),
-            "before",
-            "after",
-            lineterm="",
-        )
-        lines.extend("  " + d for d in diff)
-    elif pending.name == "write_file":
-        content = str(args.get("content", ""))
-        body = shown_lines(content.removesuffix("\n")) if content else []
-        lines.append(f"  file: {shown(args.get('path'))}  ({len(content)} characters, {len(body)} lines)")
-        lines.extend(f"  | {line}" for line in body[:30])
-        if len(body) > 30:
-            lines.append(f"  | … {len(body) - 30} more lines")
-    elif pending.name == "bash":
-        command = str(args.get("command", ""))
-        verdict = validate(command)
-        lines.append(f"  $ {shown(command)}")
-        lines.append(f"  validator: {verdict.verdict} — {shown(verdict.reason)}")
-        lines.append(f"  timeout: {shown(args.get('timeout_seconds'))} s")
-    else:
-        lines.append("  " + shown(json.dumps(args, sort_keys=True, ensure_ascii=False)[:500]))
-    return "\n".join(lines)
+    )
+    return "\n".join([header, *review(pending.arguments, validate)])

@@ -9,11 +9,12 @@ the schema a model sees and the validation it gets can never drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.shell_validator import Verdict, validate_command
+from core.tool_review import review_arguments, review_command, review_edit, review_write
 
 READ_FILE = "read_file"
 WRITE_FILE = "write_file"
@@ -95,7 +96,26 @@ class BashArgs(ToolArgs):
 
 
 @dataclass(frozen=True)
+class ActivityProfile:
+    """How the tool's activity is scheduled (workflows/activity_options.py
+    turns this into Temporal options)."""
+
+    start_to_close_s: int = 120
+    # When set, start_to_close is the call's own timeout (this argument, as
+    # the recorded plan holds it) plus this margin to kill and drain.
+    own_timeout_margin_s: int | None = None
+    # "freely": reads, and writes whose snapshot check makes a repeat safe.
+    # "after-capture": never on turns from before the capture patch; after it,
+    # the activity decides from what the first attempt left on disk.
+    retry: Literal["freely", "after-capture"] = "freely"
+    # Whether it may run as a local activity in the workflow's own worker.
+    may_run_locally: bool = True
+
+
+@dataclass(frozen=True)
 class ToolSpec:
+    """Everything about one tool, in one place."""
+
     name: str
     description: str
     params: type[ToolArgs]
@@ -104,6 +124,14 @@ class ToolSpec:
     concurrency_safe: Callable[[ToolArgs], bool]
     # Whether the tool can change the workspace (drives the ask-writes policy).
     writes: bool
+    # Whether the call carries the snapshot the session holds for its path.
+    needs_snapshot: bool = False
+    activity: ActivityProfile = ActivityProfile()
+    # How a pending call is shown to the approver (core/tool_review.py).
+    review: Callable[[dict[str, Any], Callable[[str], Any]], list[str]] = review_arguments
+    # What a result says when the worker was lost mid-call and the tool's
+    # effects are unknown; None: the generic "may be retried".
+    lost_worker_text: str | None = None
 
     def json_schema(self) -> dict[str, Any]:
         schema = self.params.model_json_schema()
@@ -163,6 +191,8 @@ TOOLS: dict[str, ToolSpec] = {
             WriteFileArgs,
             _never,
             writes=True,
+            needs_snapshot=True,
+            review=review_write,
         ),
         ToolSpec(
             EDIT_FILE,
@@ -171,6 +201,8 @@ TOOLS: dict[str, ToolSpec] = {
             EditFileArgs,
             _never,
             writes=True,
+            needs_snapshot=True,
+            review=review_edit,
         ),
         ToolSpec(
             GREP,
@@ -202,6 +234,13 @@ TOOLS: dict[str, ToolSpec] = {
             BashArgs,
             _bash_is_read_only,
             writes=True,
+            activity=ActivityProfile(own_timeout_margin_s=30, retry="after-capture", may_run_locally=False),
+            review=review_command,
+            lost_worker_text=(
+                "The worker running this command was lost or the activity timed out before it "
+                "reported back, so the command may or may not have run (fully or partly). Check "
+                "the workspace (for example with read_file or git status) before running it again."
+            ),
         ),
     ]
 }

@@ -23,7 +23,7 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from core.tool_specs import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, WRITE_FILE, BashArgs, ToolArgs
+from core.tool_specs import DEFAULT_BASH_TIMEOUT_S, TOOLS, BashArgs, ToolArgs
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 NON_RETRYABLE = ["PayloadsTooLarge", "ValidationError", "WorkspaceError"]
@@ -58,20 +58,26 @@ class ToolActivityOptions:
 def options_for(
     tool: str, args: ToolArgs | None = None, *, bash_timeout: int | None = None, bash_retry: bool = False
 ) -> ToolActivityOptions:
-    """``bash_timeout`` is the command's timeout as the recorded plan holds it
-    (the workflow no longer re-validates arguments to learn it).
-    ``bash_retry``: the turn has patch BASH_RETRY_PATCH (retry bash)."""
-    if tool == BASH:
-        budget = bash_timeout or (args.timeout_seconds if isinstance(args, BashArgs) else 180)
-        # The command's own timeout plus time to kill it and drain its pipes.
-        return ToolActivityOptions(
-            start_to_close=timedelta(seconds=budget + 30),
-            retry=_BASH_RETRY if bash_retry else _NEVER_RETRY,
-            may_run_locally=False,
-        )
-    if tool in (READ_FILE, GREP, GLOB, WRITE_FILE, EDIT_FILE):
-        return ToolActivityOptions(start_to_close=timedelta(seconds=120), retry=_RETRY_FREELY)
-    raise ValueError(f"no activity options for tool {tool!r}")
+    """The tool's Temporal options, from its ``ToolSpec.activity`` profile.
+    ``bash_timeout`` is the command's own timeout as the recorded plan holds
+    it (the workflow no longer re-validates arguments to learn it).
+    ``bash_retry``: the turn has patch BASH_RETRY_PATCH (a tool whose profile
+    says ``after-capture`` is then retried)."""
+    spec = TOOLS.get(tool)
+    if spec is None:
+        raise ValueError(f"no activity options for tool {tool!r}")
+    profile = spec.activity
+    start_to_close = profile.start_to_close_s
+    if profile.own_timeout_margin_s is not None:
+        own = bash_timeout or (args.timeout_seconds if isinstance(args, BashArgs) else DEFAULT_BASH_TIMEOUT_S)
+        start_to_close = own + profile.own_timeout_margin_s
+    if profile.retry == "freely":
+        retry = _RETRY_FREELY
+    else:
+        retry = _BASH_RETRY if bash_retry else _NEVER_RETRY
+    return ToolActivityOptions(
+        start_to_close=timedelta(seconds=start_to_close), retry=retry, may_run_locally=profile.may_run_locally
+    )
 
 
 # Local activities run inside the workflow's worker: no heartbeats, and their

@@ -57,7 +57,7 @@ with workflow.unsafe.imports_passed_through():
         snapshot_key,
     )
     from core.policy import DEFAULT_POLICY_ACTIVITY
-    from core.tool_specs import BASH, EDIT_FILE, WRITE_FILE
+    from core.tool_specs import BASH, TOOLS
     from runtime.limits import MAX_CALLS_PER_TURN
     from workflows.turn_preview import TurnPreviews  # wire (issue 15)
     from workflows.activity_options import BASH_RETRY_PATCH, LOCAL_START_TO_CLOSE, options_for
@@ -88,21 +88,19 @@ RESULT_OVERHEAD_BYTES = 512  # event framing, metadata, snapshot
 
 def _describe_infrastructure_failure(call: PlannedCall, err: BaseException) -> ToolResult:
     """An activity that failed for infrastructure reasons, as a result the
-    model can read. bash gets the honest 'may or may not have run'."""
+    model can read. A tool whose effects are then unknown (bash) says so in
+    its own words (``ToolSpec.lost_worker_text``)."""
     cause = err.cause if isinstance(err, ActivityError) else err
     name = call.name
+    spec = TOOLS.get(name)
     if isinstance(cause, ApplicationError) and cause.type == "PayloadsTooLarge":
         text = (
             f"The {name} result was too large to pass back through Temporal (limit 2 MiB). "
             "Ask for less: a smaller limit/offset window, a narrower pattern or path."
         )
         kind = "payload_too_large"
-    elif name == BASH:
-        text = (
-            "The worker running this command was lost or the activity timed out before it "
-            "reported back, so the command may or may not have run (fully or partly). Check "
-            "the workspace (for example with read_file or git status) before running it again."
-        )
+    elif spec is not None and spec.lost_worker_text:
+        text = spec.lost_worker_text
         kind = "lost_worker" if isinstance(cause, TemporalTimeoutError) else "infrastructure"
     else:
         text = f"The {name} call failed for an infrastructure reason: {cause}. It may be retried."
@@ -417,11 +415,12 @@ class AgentTurnWorkflow:
             tool=name,
             workspace_root=self._turn.workspace.root,
             arguments=self._arguments(call),
-            snapshot=self._held_snapshot(call) if name in (WRITE_FILE, EDIT_FILE) else None,
+            snapshot=self._held_snapshot(call) if TOOLS[name].needs_snapshot else None,
             turn_id=self._turn.turn_id if self._recorded else "",
         )
         # wire (issue 15): bash is retried after a lost worker in turns with the patch.
-        bash_retry = name == BASH and workflow.patched(BASH_RETRY_PATCH)
+        # workflow.patched is asked only for such tools, as when it was bash-only.
+        bash_retry = TOOLS[name].activity.retry == "after-capture" and workflow.patched(BASH_RETRY_PATCH)
         options = options_for(name, bash_timeout=call.bash_timeout_seconds, bash_retry=bash_retry)
         self._running.add(call.index)
         try:

@@ -27,7 +27,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from core.contracts import PlannedCall, ToolRequest, ToolResult, ToolStatus
-    from core.tool_specs import BASH, EDIT_FILE, WRITE_FILE
+    from core.tool_specs import BASH, TOOLS
     from workflows.activity_options import HEARTBEAT_TIMEOUT, options_for
 
 if TYPE_CHECKING:
@@ -42,7 +42,8 @@ RUNNING_TEXT = "(preview running: the command runs in a throwaway copy of the wo
 def _writes(call: PlannedCall) -> bool:
     if call.early_result is not None:
         return False
-    return call.name in (WRITE_FILE, EDIT_FILE) or (call.name == BASH and call.verdict != "allow")
+    # A tool that writes, unless it is a command the validator judged read-only.
+    return TOOLS[call.name].writes and call.verdict != "allow"
 
 
 def previewable(calls: list[PlannedCall]) -> PlannedCall | None:
