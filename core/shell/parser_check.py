@@ -73,14 +73,20 @@ def _flatten_bashlex(node, out: list) -> None:
             raise _Mismatch(f"a {part.kind}")
 
 
-def bashlex_check(skeleton: str, tokens: list[Token]) -> J | None:
+def _parse(skeleton: str) -> list | J:
     try:
-        trees = bashlex.parse(skeleton)
+        return bashlex.parse(skeleton)
     except Exception as exc:  # bashlex raises many exception types: fail closed on all
         return rej(
             f"the command could not be parsed safely ({type(exc).__name__}: {str(exc)[:120]})",
             H_PLAIN,
         )
+
+
+def bashlex_check(skeleton: str, tokens: list[Token]) -> J | None:
+    trees = _parse(skeleton)
+    if isinstance(trees, J):
+        return trees
     theirs: list = []
     try:
         for k, tree in enumerate(trees):
@@ -99,13 +105,9 @@ def bashlex_check(skeleton: str, tokens: list[Token]) -> J | None:
 def bashlex_check_plain(skeleton: str, words: list[Word]) -> J | None:
     """``bashlex_check`` for one command made of words only (the common case):
     bashlex must see one command whose plain words sit at the same spans."""
-    try:
-        trees = bashlex.parse(skeleton)
-    except Exception as exc:  # bashlex raises many exception types: fail closed on all
-        return rej(
-            f"the command could not be parsed safely ({type(exc).__name__}: {str(exc)[:120]})",
-            H_PLAIN,
-        )
+    trees = _parse(skeleton)
+    if isinstance(trees, J):
+        return trees
     if len(trees) != 1 or trees[0].kind != "command" or len(trees[0].parts) != len(words):
         return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
     for node, word in zip(trees[0].parts, words):
