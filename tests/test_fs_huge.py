@@ -148,3 +148,32 @@ async def test_a_finished_read_leaves_no_thread_behind(slow_file: Path) -> None:
     result = await ActivityEnvironment().run(read_file_activity, _request(slow_file, "small.txt"))
     assert result.status == ToolStatus.OK
     assert _tool_threads() == []
+
+
+async def test_a_turn_of_huge_reads_finishes_and_its_history_replays(client, workspace: Path, task_queue: str) -> None:
+    """The turn-level finding: four read_file calls on a 300 GiB sparse file
+    pinned the worker and the turn's history no longer replayed. Now the turn
+    finishes promptly (bounded snapshots) and replays against the current code."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Replayer
+
+    from core.contracts import TurnStatus
+    from tests.support import call
+    from tests.test_turn_workflow import run_turn, turn_input
+    from worker import build_worker
+    from workflows.turn import AgentTurnWorkflow
+
+    huge = workspace / "huge.log"
+    with open(huge, "wb") as fh:
+        fh.write(HEAD)
+        fh.truncate(300 * GIB)
+    calls = [call(i, "read_file", path="huge.log", offset=1 + i, limit=2) for i in range(4)]
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        turn = turn_input(workspace, task_queue, calls)
+        result = await asyncio.wait_for(run_turn(client, turn), timeout=60)
+    assert result.status == TurnStatus.COMPLETED
+    assert [r.status for r in result.results] == [ToolStatus.OK] * 4, [r.output for r in result.results]
+    assert all(r.snapshot and r.snapshot.sha256.startswith(SAMPLED_PREFIX) for r in result.results)
+    history = await client.get_workflow_handle(turn.turn_id).fetch_history()
+    replayer = Replayer(workflows=[AgentTurnWorkflow], data_converter=pydantic_data_converter)
+    await replayer.replay_workflow(history)
