@@ -73,5 +73,7 @@ async def test_a_long_session_continues_as_new_and_stays_small(
     # Bounded per call and independent of the transcript's length: the last
     # run (transcript three times as long) costs what the first one did.
     first, final = runs[0], runs[-1]
-    assert final["bytes"] < first["bytes"] * 1.1 and final["events"] <= first["events"] + 10
+    # No growth with the transcript: the last run is the size of the first.
+    # (A few events more or less is load: an extra workflow task, a timer.)
+    assert final["bytes"] < first["bytes"] * 1.1 and final["events"] < first["events"] * 1.1, (first, final)
     assert per_call["events"] < 20 and per_call["bytes"] < 8_000
