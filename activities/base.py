@@ -87,11 +87,13 @@ async def run_tool(
         # Lets the server notice a dead worker within the heartbeat timeout.
         heartbeat = asyncio.create_task(_heartbeat_forever())
     # Writes and edits of a turn journal their results (bash is never retried).
+    # The journal is file I/O: read and appended off the event loop, which a
+    # worker's local activities share with its workflows.
     journaled = not isinstance(args, ToolResult) and _journaled(request)
     try:
         if isinstance(args, ToolResult):
             result = args
-        elif journaled and (prior := recorded_result(request)) is not None:
+        elif journaled and (prior := await asyncio.to_thread(recorded_result, request)) is not None:
             result = prior  # this call already ran: say what happened then
         else:
             try:
