@@ -16,11 +16,11 @@ from typing import Awaitable, Callable, TypeVar
 from pydantic import ValidationError
 from temporalio import activity
 
-from activities.applied import record_result, recorded_result
-from activities.workspace import WorkspaceError, save_artifact
-from core.arguments import describe_validation_error
+from activities.txn.applied import record_result, recorded_result
+from activities.workspace.paths import WorkspaceError, save_artifact
+from core.tools.arguments import describe_validation_error
 from core.contracts import ToolRequest, ToolResult
-from core.tool_specs import BASH, TOOLS, ToolArgs
+from core.tools.specs import BASH, TOOLS, ToolArgs
 
 # No result may come near Temporal's 2 MiB payload limit; tens of kB is what a
 # model can use anyway. What is cut goes to the artifacts folder.

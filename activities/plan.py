@@ -10,7 +10,7 @@ later build reads the plan back instead of recomputing it. CPU-heavy
 validation also leaves the workflow task (whose deadlock detector fires after
 2 s).
 
-The decisions themselves stay pure functions in ``core.planning``; this
+The decisions themselves stay pure functions in ``core.turn.planning``; this
 module only supplies the I/O-aware validator and the worker's default policy.
 """
 
@@ -22,12 +22,12 @@ from typing import Any, Callable
 from pydantic import BaseModel
 from temporalio import activity
 
-import core.policy as policy_module
-import core.shell_validator as shell_validator
+import core.turn.policy as policy_module
+import core.shell as shell_validator
 from core.contracts import Policy, ToolCall, TurnPlan
-from core.planning import make_plan
-from core.policy import RiskDecision
-from core.shell_validator import Verdict
+from core.turn.planning import make_plan
+from core.turn.policy import RiskDecision
+from core.shell import Verdict
 
 PLAN_TURN_ACTIVITY = "plan_turn"
 
@@ -44,7 +44,7 @@ def current_validator(workspace_root: str) -> Callable[[str], Verdict]:
     or a test's replacement of ``validate_command`` is what runs): the
     workspace-aware one when the build has it, else the pure one."""
     try:
-        from activities import command_facts  # type: ignore[attr-defined]
+        from activities.bash import facts as command_facts  # type: ignore[attr-defined]
     except ImportError:
         return lambda command: shell_validator.validate_command(command)
     return lambda command: command_facts.validate_in_workspace(command, workspace_root)

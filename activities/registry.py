@@ -7,14 +7,14 @@ from typing import Any, Callable
 from temporalio import activity
 
 from activities.base import tool_activity
-from activities.bash import run_bash
+from activities.bash.tool import run_bash
 from activities.plan import build_plan_activity
 from activities.turn_results import save_turn_result_part
-from activities.files import edit_file, read_file, write_file
-from activities.search import glob_files, grep
+from activities.files.write import edit_file, read_file, write_file
+from activities.search.grep import glob_files, grep
 from core.contracts import Policy
-from core.policy import DEFAULT_POLICY_ACTIVITY
-from core.tool_specs import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, TOOLS, WRITE_FILE
+from core.turn.policy import DEFAULT_POLICY_ACTIVITY
+from core.tools.specs import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, TOOLS, WRITE_FILE
 
 
 def build_activities(
@@ -39,7 +39,7 @@ def build_activities(
         tool_activity(BASH, run_bash, in_thread=False, allowed_root=workspace_root),
     ]
     assert {a.__temporal_activity_definition.name for a in tools} == set(TOOLS)  # type: ignore[attr-defined]
-    from activities.txn_activities import build_txn_activities  # wire (issue 15): rollback, bash preview
+    from activities.txn.activities import build_txn_activities  # wire (issue 15): rollback, bash preview
 
     return [*tools, default_policy_activity, build_plan_activity(policy), save_turn_result_part,
             *build_txn_activities(workspace_root)]  # wire

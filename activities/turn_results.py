@@ -18,7 +18,7 @@ import os
 from pydantic import BaseModel
 from temporalio import activity
 
-from activities.workspace import ARTIFACTS_DIR, workspace_root
+from activities.workspace.paths import ARTIFACTS_DIR, workspace_root
 
 SAVE_RESULT_PART_ACTIVITY = "save_turn_result_part"
 RESULTS_DIR = "turn-results"

@@ -28,8 +28,8 @@ import tempfile
 import time
 from typing import Awaitable, Callable
 
-from activities.shell_exec import execute_plan, plan_from_argv
-from core.command_plan import CommandList, Pipeline, SimpleCommand
+from activities.bash.executor import execute_plan, plan_from_argv
+from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
 
 GOAL = 1.5
 

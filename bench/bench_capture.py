@@ -23,9 +23,10 @@ import sys
 import tempfile
 import time
 
-from activities import overlay, txn
-from activities.bash import bwrap_argv
-from activities.command_env import DEFAULT_PATH
+from activities.txn import overlay
+from activities.txn import api as txn
+from activities.bash.tool import bwrap_argv
+from activities.sandbox.environment import DEFAULT_PATH
 
 BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
 SMALL = "echo hello > out.txt"

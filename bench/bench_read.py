@@ -57,10 +57,10 @@ def hwm_kib():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
-from activities import fs_read as files
-from activities.files import read_file
+from activities.files import read as files
+from activities.files.write import read_file
 from core.contracts import ToolRequest
-from core.tool_specs import ReadFileArgs
+from core.tools.specs import ReadFileArgs
 root, name, offset, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 args = ReadFileArgs(path=name, offset=offset, limit=limit)
 request = ToolRequest(call_id="bench", tool="read_file", workspace_root=root, arguments=args.model_dump())

@@ -5,7 +5,7 @@ mode) is generated, searched, and deleted. In the same run, alternating
 tool and baseline so drift hits both equally, we time:
 
 * grep, rare pattern (one match in the whole tree): the tool vs. raw ``rg``
-  with the tool's exact argv (``activities.search.ripgrep_argv``), reading all
+  with the tool's exact argv (``activities.search.grep.ripgrep_argv``), reading all
   of its output;
 * grep, common pattern (every file matches twice): the tool (cap 50; it
   stops rg after 51 lines) vs. the same raw ``rg`` read until it produced 51
@@ -32,10 +32,10 @@ from typing import Callable
 
 from wcmatch import glob as wcglob
 
-from activities import search
-from activities.fs_jail import jail_argv
+from activities.search import grep as search
+from activities.search.jail import jail_argv
 from core.contracts import ToolRequest
-from core.tool_specs import GlobArgs, GrepArgs
+from core.tools.specs import GlobArgs, GrepArgs
 
 GOAL = 1.2
 RARE = "RARE_NEEDLE_TOKEN"
@@ -153,7 +153,7 @@ def run(quick: bool = False) -> list[dict]:
 
             return call
 
-        # The tool runs rg inside a bubblewrap jail (activities/fs_jail.py:
+        # The tool runs rg inside a bubblewrap jail (activities/search/jail.py:
         # rg opens what it walks by name, so a swapped symlink could lead it
         # out). The raw baseline runs in the same jail, so the ratio is the
         # tool's own overhead; the jail's cost has a row of its own.

@@ -39,16 +39,16 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.base import tool_activity
-from activities.files import read_file
-from activities.search import glob_files, grep
+from activities.files.write import read_file
+from activities.search.grep import glob_files, grep
 from bench.bench_search import RARE, make_tree
 from core.contracts import TurnResult
-from core.tool_specs import GLOB, GREP, READ_FILE
+from core.tools.specs import GLOB, GREP, READ_FILE
 from runtime import session_api as sessions
 from runtime.devserver import DevServer, free_port
 from tests.model_server import Reply, ScriptedModelServer, tool
-from tests.test_streaming_support import turn_events
-from worker import build_worker
+from tests.turn.test_streaming_support import turn_events
+from runtime.worker import build_worker
 
 GOAL_MS = 30.0
 TOKENS_PER_SECOND = 50

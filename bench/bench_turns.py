@@ -18,7 +18,7 @@ the tuning shows. One server runs at a time.
    workflow gathering 8 x 200 ms activities, and empty turn/bare workflows.
 2. Per-call overhead. A turn of N write_file calls to distinct new files
    (unsafe: one stage each, so they run one after another); wall time / N,
-   beside ``activities.files.write_file(request, args)`` called in-process N
+   beside ``activities.files.write.write_file(request, args)`` called in-process N
    times on the same disk, alternated with the turns. The turn figure
    includes the turn's start and finish, spread over the N calls. Notes give
    the floor: a bare workflow of N sequential no-op activities.
@@ -64,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.worker import Worker
 
-    from activities.files import write_file
+    from activities.files.write import write_file
     from core.contracts import (
         Policy,
         ToolCall,
@@ -76,9 +76,9 @@ with workflow.unsafe.imports_passed_through():
         TurnResult,
         Workspace,
     )
-    from core.tool_specs import WriteFileArgs
+    from core.tools.specs import WriteFileArgs
     from runtime.devserver import DevServer, free_port
-    from worker import build_worker
+    from runtime.worker import build_worker
     from workflows.turn import AgentTurnWorkflow
 
 STAND_IN_SLEEP_S = 0.2

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import bashlex
 
-from core.shell_validator import validate_command
+from core.shell import validate_command
 
 GOAL = 1.25
 
@@ -43,17 +43,17 @@ COMMANDS: list[str] = [
     "grep -rn --include='*.py' 'def validate' core tests",
     "rg -n 'fn main' src",
     "find . -name '*.py' -type f -maxdepth 3",
-    "head -n 40 core/shell_validator.py",
+    "head -n 40 core/shell/__init__.py",
     "tail -n 100 logs/app.log",
-    "wc -l core/contracts.py core/tool_specs.py",
-    "sed -n '120,160p' core/tool_specs.py",
+    "wc -l core/contracts.py core/tools/specs.py",
+    "sed -n '120,160p' core/tools/specs.py",
     "awk -F: '{print $1}' data.txt",
     "echo 'hello world'",
     "diff -u a.txt b.txt",
     "python3 --version",
     # ask
     "pytest -q",
-    "python -m pytest tests/test_shell_validator.py -x -q",
+    "python -m pytest tests/shell/test_shell_validator.py -x -q",
     "python script.py --flag value",
     "go test ./...",
     "npm test",
@@ -90,7 +90,7 @@ COMMANDS: list[str] = [
 # cannot parse a quoted delimiter at all (the validator parses a skeleton).
 COMPOUND: list[str] = [
     "grep -rn 'TODO' src | head -50",
-    "nl -ba core/policy.py | sed -n '40,80p'",
+    "nl -ba core/turn/policy.py | sed -n '40,80p'",
     "git add -A && git commit -m 'fix: handle empty input'",
     "pytest -q 2>&1 | tail -20",
     "cd src && npm test",

@@ -35,7 +35,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.arguments import input_problem
+from core.tools.arguments import input_problem
 from core.contracts import (
     ApprovalDecision,
     Policy,
@@ -48,7 +48,7 @@ from core.contracts import (
     TurnStatus,
     Workspace,
 )
-from runtime.limits import LimitExceeded, check_batch
+from core.turn.limits import LimitExceeded, check_batch
 from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
 from core.txn_contracts import RollbackResult  # wire (issue 15)
 from runtime.txn_api import rollback  # noqa: F401 - wire (issue 15): rollback(client, turn_id)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from activities.binaries import find_binary
+from activities.sandbox.binaries import find_binary
 
 # Dynamic config the embedded server always gets.
 # - The dev server has one history shard whose transfer-queue reader is

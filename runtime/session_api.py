@@ -26,7 +26,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFai
 from temporalio.service import RPCError
 
 from core.contracts import ApprovalDecision, DecisionRecord, PendingCall, Policy, TurnOptions, TurnProgress, TurnStatus, Workspace
-from core.session_contracts import (
+from core.session.contracts import (
     ModelConfig,
     SessionInput,
     SessionLimits,
@@ -237,7 +237,7 @@ async def reject(
 async def transcript(client: Client, session_id: str) -> list[TranscriptEntry]:
     """The whole conversation, read from the transcript store. The store is
     in the workspace's artifacts folder, so this runs where the workspace is."""
-    from activities.model_transcript import TranscriptStore  # I/O lives activity-side
+    from activities.model.transcript_store import TranscriptStore  # I/O lives activity-side
 
     status = await client.get_workflow_handle(session_id).query(AgentSessionWorkflow.status, result_type=SessionStatus)
     root = Path(status.workspace.root)
@@ -277,6 +277,6 @@ async def running_sessions(client: Client) -> list[str]:
 def worker_parts(workspace_root: str | None) -> tuple[Sequence[type], Sequence[Callable[..., Any]]]:
     """(workflows, activities) to add to an existing worker on the
     workspace's task queue (next to the turn workflow and the tools)."""
-    from activities.model import session_activities
+    from activities.model.activity import session_activities
 
     return [AgentSessionWorkflow], session_activities(workspace_root)

@@ -13,7 +13,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.binaries import find_binary
+from activities.sandbox.binaries import find_binary
 from runtime.devserver import dynamic_config_args
 
 

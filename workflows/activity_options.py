@@ -7,7 +7,7 @@ noticed, and what is retried.
 - bash: turns from before patch ``bash-retry-with-capture`` never retry it (a
   lost worker is an error result saying the command may or may not have
   run). Newer turns retry it after a lost worker: the activity decides from
-  what the first attempt left on disk (activities.bash_txn) whether to finish
+  what the first attempt left on disk (activities.bash.attempts) whether to finish
   a journaled apply, run again (captured or never launched) or report "may
   or may not have run" (it ran without capture).
 - Every tool heartbeats (see activities.base), so a SIGKILLed worker is
@@ -23,7 +23,7 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
-from core.tool_specs import DEFAULT_BASH_TIMEOUT_S, TOOLS, BashArgs, ToolArgs
+from core.tools.specs import DEFAULT_BASH_TIMEOUT_S, TOOLS, BashArgs, ToolArgs
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 NON_RETRYABLE = ["PayloadsTooLarge", "ValidationError", "WorkspaceError"]

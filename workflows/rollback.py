@@ -12,7 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from core.txn_contracts import RollbackRequest, RollbackResult
 
 ROLLBACK_WORKFLOW = "TurnRollbackWorkflow"
-ROLLBACK_ACTIVITY = "rollback_turn"  # = activities.txn_activities.ROLLBACK_ACTIVITY
+ROLLBACK_ACTIVITY = "rollback_turn"  # = activities.txn.activities.ROLLBACK_ACTIVITY
 
 
 @workflow.defn(name=ROLLBACK_WORKFLOW)

@@ -23,11 +23,11 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from core import providers_errors
+    from core.session import provider_errors as providers_errors
     from core.contracts import ApprovalDecision, ToolCall, ToolResult, TurnInput, TurnProgress, TurnResult
-    from core.planning import batch_digest
-    from core.providers import tool_results_entry, turn_result_entry
-    from core.session_contracts import (
+    from core.turn.planning import batch_digest
+    from core.session.providers import tool_results_entry, turn_result_entry
+    from core.session.contracts import (
         ModelCallRequest,
         ModelResponse,
         SessionCarry,
@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
         TranscriptEntry,
         TurnRecord,
     )
-    from core.session_prompt import default_system_prompt
+    from core.session.prompt import default_system_prompt
     from workflows.session_dispatch import OpenBatch, open_batch  # streaming dispatch (issue 14)
 
 WORKFLOW_NAME = "AgentSessionWorkflow"

@@ -28,8 +28,8 @@ from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from core.contracts import Snapshot, ToolCall, TurnInput, TurnResult
-    from core.early_dispatch import ABANDON_BATCH_ACTIVITY, AbandonRequest, ClosedBatch
-    from core.session_contracts import SessionInput
+    from core.turn.early_dispatch import ABANDON_BATCH_ACTIVITY, AbandonRequest, ClosedBatch
+    from core.session.contracts import SessionInput
 
 STREAMING_DISPATCH_PATCH = "streaming-dispatch"
 TURN_WORKFLOW_NAME = "AgentTurnWorkflow"

@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
         TurnResult,
         TurnStatus,
     )
-    from core.formatting import (
+    from core.tools.formatting import (
         anthropic_block,
         cancelled_result,
         denied_result,
@@ -48,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
         shown,
         skipped_result,
     )
-    from core.planning import (
+    from core.turn.planning import (
         batch_digest,
         plan_from_prepared,
         planned_arguments,
@@ -56,12 +56,12 @@ with workflow.unsafe.imports_passed_through():
         prepare_batch,
         snapshot_key,
     )
-    from core.policy import DEFAULT_POLICY_ACTIVITY
-    from core.tool_specs import BASH, TOOLS
-    from runtime.limits import MAX_CALLS_PER_TURN
+    from core.turn.policy import DEFAULT_POLICY_ACTIVITY
+    from core.tools.specs import BASH, TOOLS
+    from core.turn.limits import MAX_CALLS_PER_TURN
     from workflows.turn_preview import TurnPreviews  # wire (issue 15)
     from workflows.activity_options import BASH_RETRY_PATCH, LOCAL_START_TO_CLOSE, options_for
-    from core.early_dispatch import BatchClose, ClosedBatch, DispatchedCall  # streaming dispatch (issue 14)
+    from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall  # streaming dispatch (issue 14)
     from workflows.turn_dispatch import TurnDispatch  # streaming dispatch (issue 14)
 
 WORKFLOW_NAME = "AgentTurnWorkflow"

@@ -5,7 +5,7 @@ model call; the ``call_model`` activity then signals ``dispatch`` for each
 tool call whose JSON closed and finally sends the update ``close_batch``
 with the whole response (the session signals ``abandon_batch`` instead when
 the model call failed for good). Signals and updates are history events, so
-every dispatch is recorded; ``core.early_dispatch`` deduplicates them and
+every dispatch is recorded; ``core.turn.early_dispatch`` deduplicates them and
 holds the rules.
 
 Each new dispatch is planned by the same ``plan_turn`` local activity that
@@ -29,7 +29,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from activities.plan import PLAN_TURN_ACTIVITY, PlanRequest
     from core.contracts import CallProgress, PlannedCall, ToolCall, ToolResult, TurnInput, TurnPlan
-    from core.early_dispatch import BatchBook, BatchClose, CallFacts, ClosedBatch, DispatchedCall, Key, same_call
+    from core.turn.early_dispatch import BatchBook, BatchClose, CallFacts, ClosedBatch, DispatchedCall, Key, same_call
 
 if TYPE_CHECKING:
     from workflows.turn import AgentTurnWorkflow

@@ -27,15 +27,15 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from core.contracts import PlannedCall, ToolRequest, ToolResult, ToolStatus
-    from core.tool_specs import BASH, TOOLS
+    from core.tools.specs import BASH, TOOLS
     from workflows.activity_options import HEARTBEAT_TIMEOUT, options_for
 
 if TYPE_CHECKING:
     from workflows.turn import AgentTurnWorkflow
 
 PREVIEW_PATCH = "bash-preview"
-PREVIEW_ACTIVITY = "bash_preview"  # = activities.bash.BASH_PREVIEW
-DISCARD_ACTIVITY = "bash_discard_preview"  # = activities.txn_activities.DISCARD_PREVIEW_ACTIVITY
+PREVIEW_ACTIVITY = "bash_preview"  # = activities.bash.tool.BASH_PREVIEW
+DISCARD_ACTIVITY = "bash_discard_preview"  # = activities.txn.activities.DISCARD_PREVIEW_ACTIVITY
 RUNNING_TEXT = "(preview running: the command runs in a throwaway copy of the workspace)"
 
 

@@ -20,7 +20,7 @@ with its redirections; the whole command's verdict is the worst part's
 
 from __future__ import annotations
 
-from core.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
+from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 from core.shell.facts import WorkspaceFacts, workspace_key
 from core.shell.lexer import RESERVED
 from core.shell.paths import HARMLESS_DEVICES, where
@@ -256,7 +256,7 @@ def judge_tokens(
     return Verdict(j.verdict, reason, None, program, argv, plan, lost, tuple(paths))  # type: ignore[arg-type]
 
 
-# (command, verdict, substring of the reason or None), run by tests/test_shell_rules.py
+# (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
     # lists and pipelines, part by part (issue 12)
     ("grep -rn X src | head -50", "allow", "2 parts"),

@@ -20,7 +20,7 @@ MAX_TOKENS = 500
 
 
 def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdict:
-    """Judge ``command``. ``facts`` (from activities/command_facts.py) lets paths be
+    """Judge ``command``. ``facts`` (from activities/bash/facts.py) lets paths be
     judged by their realpath and toolchain configuration files be seen; without
     them paths are judged lexically and toolchains are assumed configured."""
     if not isinstance(command, str):

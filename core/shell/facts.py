@@ -1,6 +1,6 @@
 """What the validator may know about the workspace, gathered by I/O elsewhere. Pure.
 
-``activities/command_facts.py`` fills a :class:`WorkspaceFacts` (realpath of
+``activities/bash/facts.py`` fills a :class:`WorkspaceFacts` (realpath of
 every path the first pass reported, which toolchain configuration files the
 repository has) and validates again with it. Without facts the validator
 judges paths lexically and assumes the worst about toolchains.

@@ -158,7 +158,7 @@ def judge_inner(outer: str, rest: list[str]) -> J:
     return J("ask", f"`{outer}` runs `{inner[0]}` in a project environment: {j.reason}", None, j.destructive)
 
 
-# (command, verdict, substring of the reason or None), run by tests/test_shell_rules.py
+# (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
     # paths are judged after normalising (issue 9)
     ("head -n 3 /./etc/passwd", "ask", "outside the workspace"),

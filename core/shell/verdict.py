@@ -12,7 +12,7 @@ from functools import partial
 from typing import Literal, NamedTuple
 
 
-from core.command_plan import CommandList
+from core.shell.command_plan import CommandList
 
 VerdictName = Literal["allow", "ask", "reject"]
 RANK: dict[str, int] = {"allow": 0, "ask": 1, "reject": 2}
@@ -31,7 +31,7 @@ class Verdict:
     destructive: bool = False
     # Every word the validator took for a path (arguments, attached option
     # values, redirection targets, `cd` folders), as written; the workspace
-    # wrapper (activities/command_facts.py) resolves them with realpath.
+    # wrapper (activities/bash/facts.py) resolves them with realpath.
     paths: tuple[str, ...] = ()
 
 

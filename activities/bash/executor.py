@@ -1,0 +1,379 @@
+"""Running a validated plan (core.shell.command_plan), never the model's string.
+
+The validator turns the command into a ``CommandList`` of ``Pipeline``s of
+``SimpleCommand``s and judges every part; this module runs exactly that:
+
+- **A plain command** (one command, no redirection, no heredoc) is exec'd
+  directly (execve, no shell), as before.
+- **Anything else** is handed to ``bash`` inside the same sandbox as a script
+  *rebuilt from the validated parts*: every word quoted (``shlex.quote``),
+  ``set -f`` so nothing is expanded again, every program replaced by the
+  absolute path it resolved to (no builtin, alias or function can stand in
+  for it; one not found prints bash's message and exits 127). Bash only
+  joins processes with pipes and runs the list by exit status, so all the
+  processes share the sandbox, process group, cgroups, rlimits, timeout and
+  bounded output of a single command.
+- **Globs** are expanded here, inside the workspace only (matches outside it
+  are dropped, a pattern with a ``..`` component is not expanded; no match leaves the word as written, as bash does without
+  ``nullglob``; sorted by code point, as bash in the C.UTF-8 locale). Words
+  not flagged as globs (quoted ``*``) are never expanded.
+- **Redirections** to files are opened here, after path confinement: the
+  path is resolved component by component from a descriptor of the workspace
+  with O_NOFOLLOW (a symlink anywhere on the way is refused), and only
+  regular files are accepted. Bash then reopens that very file through
+  ``/proc/self/fd/N`` at the moment the command runs, so ``>`` truncates and
+  ``>>`` appends with bash's timing; a file ``>`` names is created (empty)
+  before the list starts even if its command is skipped by ``&&``. A ``<``
+  file that does not exist yet (an earlier part makes it) is checked as far
+  as it exists and opened by bash by name when its turn comes.
+  ``/dev/null`` and descriptor duplications (``2>&1``) are passed literally.
+  A write redirection in a command run read-only is refused (it would
+  bypass the read-only mount).
+- **A heredoc body** is fed from a memory file, literally.
+
+Exit status follows bash's default: **no pipefail** (a pipeline's status is
+its last command's), ``&&``/``||``/``;`` as in bash. Each part's status is
+recorded by the rebuilt script on a private descriptor the commands cannot
+inherit and returned as ``part_exit_codes``: pipelines separated by ``; ``,
+commands in a pipeline by ``|``, ``-`` for a pipeline the list skipped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import glob
+import os
+import shlex
+import shutil
+import stat
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from activities.sandbox.environment import command_path, resolve_program
+from activities.sandbox.process import ExecOutcome, execute
+from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
+
+MAX_GLOB_MATCHES = 10_000
+_FIRST_PRIVATE_FD = 10  # executor descriptors start here: above any N a redirection may name (0-9)
+
+
+@functools.lru_cache(maxsize=1)
+def _bash() -> str:
+    # Looked up on first use, not at import: the workflow sandbox re-imports
+    # modules that workflow files pull in, and forbids I/O while doing so.
+    return shutil.which("bash", path="/usr/bin:/bin") or "/bin/bash"
+
+
+class PlanError(Exception):
+    """A plan the executor refuses to run; the message is for the model."""
+
+
+def plan_from_argv(argv: Sequence[str]) -> CommandList:
+    """The one-command plan of a verdict that carries no plan (a validator
+    from before ``Verdict.plan``)."""
+    return CommandList(items=(Pipeline(commands=(SimpleCommand(argv=tuple(argv)),)),))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _private_fd(fd: int) -> int:
+    """``fd`` moved to a number >= 10 (so no redirection the model wrote can
+    name it) and made inheritable for the command."""
+    try:
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD, _FIRST_PRIVATE_FD)
+    finally:
+        os.close(fd)
+    os.set_inheritable(high, True)
+    return high
+
+
+def open_confined(root: str, workdir: str, target: str, *, write: bool, create: bool = True) -> int:
+    """A descriptor of ``target`` (relative to ``workdir``, or absolute) inside
+    ``root``, opened without following any symlink. Read: an existing
+    regular file (O_PATH), or -1 if it does not exist yet. Write: an existing
+    regular file (O_PATH), or a new empty one created here (``create=False``:
+    not created; -1). Raises PlanError."""
+    path = os.path.normpath(target if os.path.isabs(target) else os.path.join(workdir, target))
+    if not _inside(path, root) or path == root:
+        raise PlanError(f"redirection target {target!r} is outside the workspace")
+    parts = os.path.relpath(path, root).split("/")
+    dir_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            except OSError as exc:
+                raise PlanError(
+                    f"redirection target {target!r}: {part!r} is not a folder inside the workspace "
+                    f"({exc.strerror}; symbolic links are not followed)"
+                ) from None
+            os.close(dir_fd)
+            dir_fd = nxt
+        name = parts[-1]
+        try:
+            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except FileNotFoundError:
+            if not write or not create:
+                return -1  # not there yet (an earlier part may make it): bash opens it when its turn comes
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                             dir_fd=dir_fd)
+            except OSError as exc:
+                raise PlanError(f"redirection target {target!r}: cannot create it ({exc.strerror})") from None
+            return fd
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+            raise PlanError(f"redirection target {target!r} is {kind}; only regular files in the workspace")
+        return fd
+    finally:
+        os.close(dir_fd)
+
+
+def expand_glob(word: str, workdir: str, root: str) -> list[str]:
+    """The word's matches inside the workspace, sorted; ``[word]`` if none."""
+    if "\0" in word:
+        raise PlanError("a word contains a NUL character")
+    if ".." in word.split("/"):
+        return [word]  # a pattern that climbs out of its folder is not expanded at all
+    if os.path.isabs(word):
+        matches = glob.glob(word)
+    else:
+        matches = glob.glob(word, root_dir=workdir)
+    kept = sorted(
+        m for m in matches
+        if _inside(os.path.normpath(m if os.path.isabs(m) else os.path.join(workdir, m)), root)
+    )
+    if len(kept) > MAX_GLOB_MATCHES:
+        raise PlanError(f"the pattern {word!r} matches {len(kept)} paths (at most {MAX_GLOB_MATCHES})")
+    return kept or [word]
+
+
+@dataclass
+class PreparedPlan:
+    """What ``execute`` is given for a plan; owns the descriptors it opened."""
+
+    argv: list[str]
+    workdir: str
+    programs: list[str] = field(default_factory=list)
+    pass_fds: list[int] = field(default_factory=list)
+    status_fd: int | None = None
+    shape: list[int] = field(default_factory=list)  # commands per pipeline
+    scripted: bool = False
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.pass_fds = []
+
+    def part_exit_codes(self, exit_code: int | None) -> str:
+        """``0|1; -; 0``: each pipeline's commands' statuses, ``-`` if skipped."""
+        if not self.scripted:
+            return "" if exit_code is None else str(exit_code)
+        if self.status_fd is None:
+            return ""
+        recorded: dict[int, str] = {}
+        text = os.pread(self.status_fd, 1 << 20, 0).decode("ascii", "replace")
+        for line in text.splitlines():
+            index, _, codes = line.partition(" ")
+            if index.isdigit():
+                recorded[int(index)] = "|".join(codes.split())
+        return "; ".join(recorded.get(i, "-") for i in range(len(self.shape)))
+
+
+class _Builder:
+    def __init__(self, root: str, workdir: str, path_env: str, read_only: bool) -> None:
+        self.root, self.workdir, self.path_env, self.read_only = root, workdir, path_env, read_only
+        self.fds: list[int] = []
+        self.programs: list[str] = []
+        self.shown_as = root  # where the command sees ``root`` (differs for an overlay view)
+        self.open_in_sandbox = False
+
+    def keep(self, fd: int) -> int:
+        high = _private_fd(fd)
+        self.fds.append(high)
+        return high
+
+    def words(self, command: SimpleCommand) -> list[str]:
+        if not command.argv:
+            raise PlanError("a command in the plan has no words")
+        flags = command.glob_flags()
+        if len(flags) != len(command.argv):
+            raise PlanError("the plan's glob flags do not match its words")
+        out: list[str] = []
+        for i, (word, is_glob) in enumerate(zip(command.argv, flags)):
+            if "\0" in word:
+                raise PlanError("a word contains a NUL character")
+            # Never the program word: the validator judged that program, not what a glob finds.
+            out += expand_glob(word, self.workdir, self.root) if is_glob and i > 0 else [word]
+        return out
+
+    def redirect(self, r: Redirect) -> str:
+        if not 0 <= r.fd <= 9:
+            raise PlanError(f"redirection of descriptor {r.fd} is not supported")
+        if r.op == ">&":
+            if r.target not in ("0", "1", "2"):
+                raise PlanError(f"duplicating descriptor {r.target!r} is not supported (only 0, 1, 2)")
+            return f"{r.fd}>&{r.target}"
+        write = r.op in (">", ">>", "&>")
+        if r.op not in ("<", ">", ">>", "&>"):
+            raise PlanError(f"redirection {r.op!r} is not supported")
+        if r.target == "/dev/null":
+            path = "/dev/null"
+        else:
+            if write and self.read_only:
+                raise PlanError(
+                    f"a write redirection ({r.op} {r.target!r}) in a command judged read-only; not run"
+                )
+            fd = open_confined(self.root, self.workdir, r.target, write=write, create=not self.open_in_sandbox)
+            if self.open_in_sandbox and fd >= 0:
+                # The command's view of the workspace is not ours (an overlay in its own mount
+                # namespace): the path was checked here; bash opens it there, inside the sandbox.
+                os.close(fd)
+                fd = -1
+            if fd >= 0:
+                path = f"/proc/self/fd/{self.keep(fd)}"
+            else:  # by name, as the command sees it (checked: inside, no symlink on the way so far)
+                rel = os.path.relpath(os.path.normpath(os.path.join(self.workdir, r.target)), self.root)
+                path = os.path.join(self.shown_as, rel)
+        if r.op == "&>":
+            return f"1>{shlex.quote(path)} 2>&1"
+        return f"{r.fd}{r.op}{shlex.quote(path)}"
+
+    def command(self, command: SimpleCommand) -> tuple[list[str], list[str]]:
+        """(the program's words, the redirections) of one command."""
+        words = self.words(command)
+        redirects: list[str] = []
+        if command.stdin_text is not None:
+            memfd = os.memfd_create("heredoc", os.MFD_CLOEXEC)
+            os.write(memfd, command.stdin_text.encode("utf-8", "surrogateescape"))
+            redirects.append(f"0</proc/self/fd/{self.keep(memfd)}")
+        redirects += [self.redirect(r) for r in command.redirects]
+        return words, redirects
+
+    def rendered(self, words: list[str], redirects: list[str], closes: str) -> str:
+        program = resolve_program(words[0], self.path_env, self.workdir)
+        if program is None:
+            head = ["_agent_missing", shlex.quote(words[0])]
+        else:
+            program = os.path.abspath(program)
+            if _inside(program, self.root):  # a program in the workspace: by the path the command sees
+                program = os.path.join(self.shown_as, os.path.relpath(program, self.root))
+            self.programs.append(program)
+            head = [shlex.quote(program), *map(shlex.quote, words[1:])]
+        return " ".join([*head, *redirects, closes]).rstrip()
+
+
+_PRELUDE = """set -f
+_agent_missing() { printf 'bash: %s: command not found\\n' "$1" >&2; return 127; }
+_agent_rc=0
+"""
+
+
+def prepare(
+    plan: CommandList,
+    root: str,
+    *,
+    read_only: bool,
+    path_env: str | None = None,
+    view: str | None = None,
+    open_in_sandbox: bool = False,
+) -> PreparedPlan:
+    """Turn ``plan`` into what ``execute`` runs (see the module's doc). The
+    caller must ``close()`` the result. ``view``: the host folder that shows
+    the workspace for this run (an overlay's merged folder); globs and
+    redirections are resolved in it, while paths the command sees stay under
+    ``root``. ``open_in_sandbox``: redirection targets are checked here (same
+    confinement) but opened by bash inside the sandbox, for a launcher that
+    mounts the command's own view of the workspace (``wrap``). Raises PlanError."""
+    root = os.path.realpath(root)
+    seen_root = os.path.realpath(view) if view else root
+    workdir = seen_root
+    if plan.cwd not in (None, "", "."):
+        workdir = os.path.realpath(os.path.join(seen_root, plan.cwd))
+        if not _inside(workdir, seen_root) or not os.path.isdir(workdir):
+            raise PlanError(f"cd {plan.cwd!r}: not a folder inside the workspace")
+    if not plan.items or any(not p.commands for p in plan.items) or len(plan.ops) != len(plan.items) - 1:
+        raise PlanError("the plan is malformed (empty pipeline or list)")
+    path_env = command_path(root) if path_env is None else path_env
+    builder = _Builder(seen_root, workdir, path_env, read_only)
+    # The working folder as the command sees it (the view is bound at root).
+    builder.shown_as = root
+    builder.open_in_sandbox = open_in_sandbox
+    rel = os.path.relpath(workdir, seen_root)
+    command_workdir = root if rel == "." else os.path.join(root, rel)
+    only = plan.items[0].commands[0]
+    try:
+        if len(plan.items) == 1 and len(plan.items[0].commands) == 1 and not only.redirects and only.stdin_text is None:
+            return PreparedPlan(argv=builder.words(only), workdir=command_workdir, shape=[1])
+        parts = [[builder.command(c) for c in p.commands] for p in plan.items]
+        status_fd = builder.keep(os.memfd_create("status", os.MFD_CLOEXEC))
+        script_fd = builder.keep(os.memfd_create("script", os.MFD_CLOEXEC))
+        # Every command closes every executor descriptor (after its own
+        # redirections have reopened theirs): none of them reaches a program.
+        closes = " ".join(f"{fd}>&-" for fd in builder.fds)
+        lines = [_PRELUDE]
+        for i, pipeline in enumerate(parts):
+            body = " | ".join(builder.rendered(words, redirects, closes) for words, redirects in pipeline)
+            record = (
+                f'_agent_s=("${{PIPESTATUS[@]}}"); _agent_rc=${{_agent_s[-1]}}; '
+                f'printf \'%s %s\\n\' {i} "${{_agent_s[*]}}" >&{status_fd}'
+            )
+            op = plan.ops[i - 1] if i else ";"
+            if op == ";":
+                lines.append(f"{body}\n{record}\n")
+            else:
+                test = "-eq" if op == "&&" else "-ne"
+                lines.append(f'if [ "$_agent_rc" {test} 0 ]; then\n{body}\n{record}\nfi\n')
+        lines.append('exit "$_agent_rc"\n')
+        os.write(script_fd, "".join(lines).encode("utf-8", "surrogateescape"))
+        return PreparedPlan(
+            argv=[_bash(), "--noprofile", "--norc", f"/proc/self/fd/{script_fd}"],
+            workdir=command_workdir,
+            programs=builder.programs,
+            pass_fds=builder.fds,
+            status_fd=status_fd,
+            shape=[len(p) for p in parts],
+            scripted=True,
+        )
+    except BaseException:
+        for fd in builder.fds:
+            os.close(fd)
+        raise
+
+
+async def execute_plan(
+    plan: CommandList,
+    root: str,
+    timeout_s: float,
+    *,
+    read_only: bool = False,
+    view: str | None = None,
+    wrap: Callable[[list[str]], list[str]] | None = None,
+    **options: Any,
+) -> ExecOutcome:
+    """Run ``plan`` in the workspace ``root`` behind every fence (``options``
+    are ``activities.sandbox.process.execute``'s). For a transactional run, either
+    ``view``: a host folder bound at ``root``'s path instead of ``root``
+    itself (an overlay's merged folder); or ``wrap``: a launcher put in front
+    of the sandbox's argv (one that mounts an overlay over ``root`` in a
+    private mount namespace); redirections are then opened inside. The
+    command sees the same paths either way. Raises PlanError before anything
+    runs when the plan cannot be run as validated."""
+    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=wrap is not None)
+    try:
+        outcome = await execute(
+            prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,
+            programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, wrap=wrap, **options,
+        )
+        outcome.part_exit_codes = prepared.part_exit_codes(outcome.exit_code)
+        return outcome
+    finally:
+        prepared.close()

@@ -1,0 +1,114 @@
+"""Streaming dispatch, the model activity's side (issue 14).
+
+``call_model`` is given the id of an open turn (``ModelCallRequest.dispatch_to``).
+Each tool call whose arguments closed in the stream is signalled to that
+turn (``dispatch``) at once, in stream order, by one sender task so the
+stream is never held up by a round trip; when the stream ends the complete
+response goes to the turn as the update ``close_batch``, whose answer is the
+merged batch (calls that started in an earlier attempt of this activity
+included, see core.turn.early_dispatch) that the transcript then records.
+
+The activity talks to the turn through its worker's own client
+(``activity.client()``), the way activities that signal workflows do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from temporalio import activity
+from temporalio.client import Client
+
+from core.contracts import ToolCall
+from core.turn.early_dispatch import ABANDON_BATCH_ACTIVITY, AbandonRequest, BatchClose, ClosedBatch, DispatchedCall
+from core.session.stream_assembly import AssembledCall
+
+DISPATCH_SIGNAL = "dispatch"
+CLOSE_UPDATE = "close_batch"
+
+
+def dispatched_arguments(provider: str, call: AssembledCall) -> str | dict[str, Any]:
+    """The arguments as the final response will carry them (OpenAI: the JSON
+    text; Anthropic: the object)."""
+    if provider == "anthropic":
+        value = json.loads(call.raw_arguments or "{}")
+        return value if isinstance(value, dict) else {}
+    return call.raw_arguments
+
+
+class StreamDispatcher:
+    def __init__(self, client: Client, turn_id: str, provider: str, attempt: int) -> None:
+        self._handle = client.get_workflow_handle(turn_id)
+        self._provider = provider
+        self._attempt = attempt
+        self._queue: asyncio.Queue[DispatchedCall | None] = asyncio.Queue()
+        self._sender = asyncio.create_task(self._send_all())
+        self.sent = 0
+
+    @classmethod
+    def for_activity(cls, turn_id: str | None, provider: str) -> "StreamDispatcher | None":
+        if not turn_id:
+            return None
+        return cls(activity.client(), turn_id, provider, activity.info().attempt)
+
+    def closed(self, call: AssembledCall) -> None:
+        """Called from the stream loop: never blocks it."""
+        tool_call = ToolCall(id=call.id, name=call.name, arguments=dispatched_arguments(self._provider, call))
+        self._queue.put_nowait(DispatchedCall(attempt=self._attempt, position=call.position, call=tool_call))
+
+    async def _send_all(self) -> None:
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                return
+            await self._handle.signal(DISPATCH_SIGNAL, item)
+            self.sent += 1
+
+    async def close(self, calls: list[ToolCall], abandon: bool = False) -> ClosedBatch:
+        """Send what is queued, then the whole response; the merged batch.
+        ``abandon``: the session ends with this response (its token limit),
+        so only the calls that started are kept."""
+        while not self._queue.empty():  # not yet sent: the close carries them anyway
+            self._queue.get_nowait()
+        self._queue.put_nowait(None)
+        await self._sender
+        beat = asyncio.create_task(_heartbeat_while_waiting())  # the turn's worker may be slow to take it
+        try:
+            closed = await self._handle.execute_update(
+                CLOSE_UPDATE,
+                BatchClose(attempt=self._attempt, calls=calls, abandon=abandon, reason="token limit" if abandon else ""),
+                result_type=ClosedBatch,
+            )
+        finally:
+            beat.cancel()
+        closed.dropped = max(0, len(calls) - len(closed.calls)) if abandon else 0
+        return closed
+
+    def cancel(self) -> None:
+        """The stream failed: a retry dispatches again (deduplicated there)."""
+        self._sender.cancel()
+
+
+async def _heartbeat_while_waiting(every_s: float = 2.0) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        activity.heartbeat()
+
+
+def merged_response(response: Any, closed: ClosedBatch) -> Any:
+    """The bounded ModelResponse with the merged batch (repair notes moved
+    to the merged positions)."""
+    repairs = {str(int(k) + closed.prepended): v for k, v in response.repairs.items()}
+    return response.model_copy(update={"tool_calls": closed.calls, "repairs": repairs, "dropped_calls": closed.dropped})
+
+
+@activity.defn(name=ABANDON_BATCH_ACTIVITY)
+async def abandon_batch(request: AbandonRequest) -> ClosedBatch:
+    """Close a session's open turn after its model call failed for good: the
+    calls that started early are kept (the answer lists them), nothing else runs."""
+    handle = activity.client().get_workflow_handle(request.turn_id)
+    return await handle.execute_update(
+        CLOSE_UPDATE, BatchClose(attempt=0, abandon=True, reason=request.reason), result_type=ClosedBatch
+    )

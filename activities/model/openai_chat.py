@@ -1,0 +1,58 @@
+"""OpenAI Chat Completions through the official ``openai`` SDK, streamed.
+
+Any OpenAI-compatible server works (vLLM, Ollama, llama.cpp's server): point
+OPENAI_BASE_URL (or the session's base URL) at it."""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator
+
+import openai
+
+from core.session.providers import openai_messages, tools_for
+from core.session.contracts import ModelConfig, TranscriptEntry
+
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (openai.APIConnectionError,)
+
+
+def make_client(api_key: str, base_url: str | None) -> openai.AsyncOpenAI:
+    # The SDK's own retries are off: Temporal retries, visibly and durably.
+    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0,
+                              timeout=openai.Timeout(300.0, connect=15.0))
+
+
+def request_arguments(config: ModelConfig, entries: list[TranscriptEntry]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "model": config.model,
+        "messages": openai_messages(entries),
+        "tools": tools_for("openai"),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    cap = config.output_token_cap()
+    if cap is not None:
+        kwargs["max_tokens"] = cap
+    if config.temperature is not None:
+        kwargs["temperature"] = config.temperature
+    return kwargs
+
+
+async def stream_items(
+    client: openai.AsyncOpenAI, config: ModelConfig, entries: list[TranscriptEntry]
+) -> AsyncIterator[dict[str, Any]]:
+    """The response's chunks as plain dicts (what core.session.stream_assembly reads)."""
+    stream = await client.chat.completions.create(**request_arguments(config, entries))
+    async with stream:
+        async for chunk in stream:
+            yield chunk.model_dump(exclude_none=True)
+
+
+def error_details(exc: BaseException) -> tuple[int, str, str | None, dict[str, str]] | None:
+    """(status, message, code, headers) of an API error; None for others."""
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        err = body.get("error", body)
+        message = (err.get("message") if isinstance(err, dict) else None) or str(exc)
+        code = err.get("code") if isinstance(err, dict) else None
+        return exc.status_code, message, code, dict(exc.response.headers)
+    return None

@@ -1,0 +1,416 @@
+"""Running one program behind the resource fence.
+
+stdin is /dev/null; the child starts a new session, so its process group can
+be killed as a whole (SIGKILL to ``-pgid``) on timeout; afterwards pipes get
+a short drain wait, so a grandchild that holds the pipe cannot hang us.
+rlimits cap address space, file size, CPU seconds and core dumps (per
+process); cgroups cap the number of processes and the memory of all of them
+together (activities.sandbox.cgroup); the environment is rebuilt from an
+allowlist (activities.sandbox.environment); output is bounded (activities.sandbox.output);
+bubblewrap is the physical fence (activities.sandbox.bwrap)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import fcntl
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from activities.sandbox.settings import (
+    CPU_MARGIN_S,
+    DEFAULT_FILE_BYTES,
+    DEFAULT_MAX_PROCS,
+    DEFAULT_MEMORY_BYTES,
+    DRAIN_S,
+    FILE_SIZE_ENV,
+    HEARTBEAT_EVERY_S,
+    MAX_PROCS_ENV,
+    MEMORY_ENV,
+    TOTAL_MEMORY_ENV,
+    DEFAULT_TOTAL_MEMORY_BYTES,
+    int_setting,
+)
+from activities.sandbox.cgroup import Cgroup, CgroupBase, cgroup_base
+from activities.sandbox.environment import SANDBOX_HOME, command_env, resolve_program
+from activities.sandbox.output import ARTIFACT_MAX_BYTES, ArtifactSink, OutputCollector
+from activities.sandbox.bwrap import (
+    DEFAULT_SHM_BYTES,
+    DEFAULT_TMP_BYTES,
+    SHM_SIZE_ENV,
+    TMP_SIZE_ENV,
+    sandbox_argv,
+    sandbox_status,
+)
+
+# strerror(EROFS): what a program prints when the read-only workspace refuses a write.
+EROFS_TEXT = os.strerror(errno.EROFS).encode()
+
+
+# --- rlimits -----------------------------------------------------------------------
+
+
+def rlimits(memory_bytes: int, file_bytes: int, cpu_s: int) -> list[tuple[int, tuple[int, int]]]:
+    wanted = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_CPU, cpu_s)]
+    if memory_bytes:
+        wanted.append((resource.RLIMIT_AS, memory_bytes))
+    if file_bytes:
+        wanted.append((resource.RLIMIT_FSIZE, file_bytes))
+    limits = []
+    for res, value in wanted:
+        _, hard = resource.getrlimit(res)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)  # an unprivileged worker cannot raise a hard limit
+        if res == resource.RLIMIT_CPU:
+            # SIGXCPU at the soft limit, SIGKILL at the hard one.
+            limits.append((res, (value, min(value + 5, hard) if hard != resource.RLIM_INFINITY else value + 5)))
+        else:
+            limits.append((res, (value, value)))
+    return limits
+
+
+def preexec_for(limits: list[tuple[int, tuple[int, int]]], procs_fds: Sequence[int]) -> Callable[[], None]:
+    # Runs in the child between fork and exec: keep it tiny (no locks, no imports).
+    def preexec() -> None:
+        for fd in procs_fds:
+            os.write(fd, b"0")  # "0" = the writing process: join the cgroup before exec
+        for res, lim in limits:
+            resource.setrlimit(res, lim)
+
+    return preexec
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+class _Watch:
+    """Whether ``needle`` occurs anywhere in a byte stream fed in chunks."""
+
+    def __init__(self, needle: bytes) -> None:
+        self.needle, self.carry, self.seen = needle, b"", False
+
+    def feed(self, data: bytes) -> None:
+        if self.seen:
+            return
+        keep = len(self.needle) - 1
+        self.seen = self.needle in self.carry + data[:keep] or self.needle in data
+        self.carry = (self.carry + data[-keep:])[-keep:]
+
+
+# --- the cgroups ------------------------------------------------------------------
+
+
+async def _make_cgroup(outcome: "ExecOutcome", max_procs: int, memory: int) -> Cgroup | None:
+    """The command's cgroups (process cap, memory limit), recording in
+    ``outcome`` which ones it got and why not."""
+    bases: dict[str, CgroupBase] = {}
+    reasons: dict[str, str] = {}
+    for controller, wanted, setting in (("pids", max_procs, MAX_PROCS_ENV), ("memory", memory, TOTAL_MEMORY_ENV)):
+        if not wanted:
+            reasons[controller] = f"disabled ({setting}=0)"
+            continue
+        base, reason = await cgroup_base(controller)
+        if base is None:
+            reasons[controller] = reason
+        else:
+            bases[controller] = base
+    cgroup = None
+    if bases:
+        try:
+            cgroup = Cgroup(bases, max_procs, memory)
+        except OSError as exc:
+            for controller, base in bases.items():
+                reasons[controller] = f"cannot create a cgroup under {base.path}: {exc.strerror or exc}"
+            bases = {}
+    if "pids" in bases:
+        outcome.process_cap = bases["pids"].kind
+    if "memory" in bases:
+        outcome.memory_cap = bases["memory"].kind
+    outcome.process_cap_reason = reasons.get("pids", "")
+    outcome.memory_cap_reason = reasons.get("memory", "")
+    return cgroup
+
+
+# --- running one command -------------------------------------------------------------
+
+
+@dataclass
+class ExecOutcome:
+    exit_code: int | None  # None: it never started; negative: killed by that signal
+    output: str  # bounded: head, a dropped-lines notice, tail
+    duration_s: float
+    timed_out: bool = False
+    spawn_error: str | None = None
+    total_lines: int = 0
+    dropped_lines: int = 0
+    lines_cut: int = 0
+    total_bytes: int = 0
+    artifact: str | None = None  # path relative to the workspace root
+    artifact_capped: bool = False
+    drain_timed_out: bool = False  # something kept the pipe open after the kill/exit
+    sandbox: str = "none"  # "bwrap" | "none"
+    sandbox_reason: str = ""
+    process_cap: str = "none"  # "cgroup-v2" | "cgroup-v1" | "none"
+    process_cap_reason: str = ""
+    memory_cap: str = "none"  # "cgroup-v2" | "cgroup-v1" | "none": the whole command's memory limit
+    memory_cap_reason: str = ""
+    memory_limit_hit: bool = False  # the kernel killed or refused at that limit
+    workspace_access: str = "read-write"  # "read-write" | "read-only" (sandbox) | "read-write (no sandbox)"
+    write_blocked: bool = False  # read-only workspace, and the output shows a write refused (EROFS)
+    part_exit_codes: str = ""  # a plan's parts (activities.bash.executor): "0|1; -; 0"
+    limits: dict[str, str] = field(default_factory=dict)
+
+
+class _Protocol(asyncio.SubprocessProtocol):
+    def __init__(self, on_data: Callable[[bytes], None]) -> None:
+        self.on_data = on_data
+        self.exited = asyncio.Event()
+        self.eof = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.on_data(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self.eof.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+_background: set[asyncio.Task[Any]] = set()
+_F_SETPIPE_SZ = 1031  # Linux fcntl
+
+
+def _widen_pipe(transport: asyncio.SubprocessTransport) -> None:
+    """A 1 MiB pipe instead of 64 KiB: fewer, larger reads when output floods."""
+    try:
+        pipe = transport.get_pipe_transport(1)
+        fileobj = pipe.get_extra_info("pipe") if pipe is not None else None
+        if fileobj is not None:
+            fcntl.fcntl(fileobj.fileno(), _F_SETPIPE_SZ, 1 << 20)
+    except (OSError, ValueError, AttributeError):
+        pass  # best effort (e.g. above /proc/sys/fs/pipe-max-size for an unprivileged worker)
+
+
+async def execute(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str],
+    timeout_s: float,
+    *,
+    sandbox: str | None = None,
+    memory_bytes: int | None = None,
+    file_bytes: int | None = None,
+    max_procs: int | None = None,
+    total_memory_bytes: int | None = None,
+    read_only: bool = False,
+    workdir: str | None = None,
+    programs: Sequence[str] | None = None,
+    pass_fds: Sequence[int] = (),
+    bind_source: str | None = None,
+    wrap: Callable[[list[str]], list[str]] | None = None,
+    artifact_root: str | os.PathLike[str] | None = None,
+    call_id: str = "bash",
+    artifact_max_bytes: int = ARTIFACT_MAX_BYTES,
+    drain_s: float = DRAIN_S,
+    on_heartbeat: Callable[[dict[str, Any]], None] | None = None,
+    heartbeat_every_s: float = HEARTBEAT_EVERY_S,
+) -> ExecOutcome:
+    """Run ``argv`` (no shell) behind the resource and physical fences.
+
+    ``cwd`` is the workspace root; ``workdir`` an absolute folder inside it to
+    run in (default: the root). ``read_only`` mounts the workspace read-only
+    in the sandbox (a command judged read-only). ``programs``: absolute paths
+    of every program the command runs (default: ``argv[0]`` resolved on PATH),
+    so that the sandbox shows their folders. ``pass_fds`` stay open in the
+    child (redirections the executor opened). ``bind_source`` is the host
+    folder bound at the workspace's path (default: the workspace itself), e.g.
+    an overlay's merged folder; without the sandbox the command runs in it.
+    ``wrap`` turns the final argv (bubblewrap's, or the bare command's) into
+    a launcher's (e.g. one mounting an overlay in a private mount namespace).
+    ``sandbox`` is auto|required|off (None: AGENT_TOOLS_SANDBOX); the limits
+    default to their settings (0 = none). Raises SandboxUnavailable (sandbox
+    required but not working) and BadSetting; a command that cannot start is
+    an outcome with spawn_error. Cancelling the awaiting task kills
+    everything the command started."""
+    if not argv:
+        raise ValueError("empty argv")
+    started = time.monotonic()
+    workspace = str(Path(cwd).resolve())
+    run_in = workdir or workspace  # where the command runs, as it sees it
+    # ...and that folder on the host: under bind_source when the workspace is shown through another folder.
+    host_run_in = run_in if not bind_source else os.path.join(bind_source, os.path.relpath(run_in, workspace))
+    memory_bytes = int_setting(MEMORY_ENV, DEFAULT_MEMORY_BYTES, 1 << 20) if memory_bytes is None else memory_bytes
+    file_bytes = int_setting(FILE_SIZE_ENV, DEFAULT_FILE_BYTES, 1 << 20) if file_bytes is None else file_bytes
+    max_procs = int_setting(MAX_PROCS_ENV, DEFAULT_MAX_PROCS) if max_procs is None else max_procs
+    if total_memory_bytes is None:
+        total_memory_bytes = int_setting(TOTAL_MEMORY_ENV, DEFAULT_TOTAL_MEMORY_BYTES, 1 << 20)
+    tmp_bytes = int_setting(TMP_SIZE_ENV, DEFAULT_TMP_BYTES, 1 << 20)
+    shm_bytes = int_setting(SHM_SIZE_ENV, DEFAULT_SHM_BYTES, 1 << 20)
+    box, box_reason, bwrap = await sandbox_status(sandbox)
+
+    outcome = ExecOutcome(exit_code=None, output="", duration_s=0.0, sandbox=box, sandbox_reason=box_reason)
+    outcome.limits = {
+        "memory_bytes": str(memory_bytes or "unlimited"),
+        "total_memory_bytes": str(total_memory_bytes or "unlimited"),
+        "file_bytes": str(file_bytes or "unlimited"),
+        "max_procs": str(max_procs or "unlimited"),
+    }
+    if box == "bwrap":
+        outcome.limits.update(tmp_bytes=str(tmp_bytes or "tmpfs default"), shm_bytes=str(shm_bytes or "tmpfs default"))
+        outcome.workspace_access = "read-only" if read_only else "read-write"
+    else:
+        # Without the sandbox nothing can make the workspace read-only: say so.
+        outcome.workspace_access = "read-write (no sandbox)"
+
+    # A throwaway HOME and TMPDIR: dotfiles and caches stay out of the workspace.
+    scratch = tempfile.mkdtemp(prefix="agent-bash-")
+    if box == "bwrap":
+        env = command_env(workspace, SANDBOX_HOME, "/tmp")
+    else:
+        os.mkdir(os.path.join(scratch, "home"))
+        os.mkdir(os.path.join(scratch, "tmp"))
+        env = command_env(workspace, os.path.join(scratch, "home"), os.path.join(scratch, "tmp"))
+
+    cgroup: Cgroup | None = None
+    try:
+        cgroup = await _make_cgroup(outcome, max_procs, total_memory_bytes)
+
+        program = resolve_program(argv[0], env["PATH"], host_run_in)
+        if program is None:
+            outcome.exit_code = 127
+            outcome.spawn_error = (
+                f"command not found: {argv[0]!r} (not an executable file"
+                + (")" if "/" in argv[0] else f" on PATH {env['PATH']})")
+            )
+            outcome.output = outcome.spawn_error
+            return outcome
+
+        collector = OutputCollector()
+        sink = ArtifactSink(
+            str(artifact_root) if artifact_root is not None else None, call_id, artifact_max_bytes
+        )
+
+        erofs = _Watch(EROFS_TEXT)
+
+        def on_data(data: bytes) -> None:
+            collector.feed(data)
+            sink.write(data)
+            erofs.feed(data)
+
+        if bwrap:
+            full_argv = sandbox_argv(
+                bwrap, argv, workspace=workspace, bind_source=bind_source, writable=not read_only,
+                programs=[p for p in (os.path.abspath(program), *(programs or ()))
+                          if not (bind_source and _inside(p, bind_source))], cwd=run_in,
+                tmp_bytes=tmp_bytes, shm_bytes=shm_bytes,
+            )
+        else:
+            full_argv = list(argv)
+        if wrap is not None:
+            full_argv = wrap(full_argv)
+        limits = rlimits(memory_bytes, file_bytes, int(timeout_s) + CPU_MARGIN_S)
+        loop = asyncio.get_running_loop()
+        try:
+            transport, proto = await loop.subprocess_exec(
+                lambda: _Protocol(on_data),
+                *full_argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=host_run_in,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=tuple(pass_fds),
+                preexec_fn=preexec_for(limits, cgroup.procs_fds if cgroup else ()),
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            outcome.exit_code = 126 if isinstance(exc, PermissionError) else 127
+            outcome.spawn_error = f"could not start {argv[0]!r}: {exc}"
+            outcome.output = outcome.spawn_error
+            return outcome
+
+        pgid = transport.get_pid()  # session leader: its pid is the group id
+        _widen_pipe(transport)
+
+        def kill_everything() -> None:
+            _killpg(pgid)
+            if cgroup is not None:
+                cgroup.kill_all()
+
+        try:
+            deadline = time.monotonic() + timeout_s  # from the spawn: set-up time is not the command's
+            exit_wait = asyncio.ensure_future(proto.exited.wait())
+            try:
+                while not proto.exited.is_set():
+                    now = time.monotonic()
+                    if now >= deadline:
+                        outcome.timed_out = True
+                        break
+                    await asyncio.wait({exit_wait}, timeout=min(heartbeat_every_s, deadline - now))
+                    if on_heartbeat is not None and not proto.exited.is_set():
+                        on_heartbeat(
+                            {"elapsed_s": round(time.monotonic() - started, 1), "output_bytes": collector.total_bytes}
+                        )
+            finally:
+                exit_wait.cancel()
+            # Timed out: kill it all. Finished: kill what it left behind (a
+            # background process must not outlive the call or hold the pipe).
+            kill_everything()
+            drain_deadline = time.monotonic() + drain_s
+            try:
+                await asyncio.wait_for(proto.exited.wait(), drain_s)
+                await asyncio.wait_for(proto.eof.wait(), max(0.0, drain_deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                outcome.drain_timed_out = True
+        except BaseException:  # cancelled (activity cancel, worker shutdown): leave nothing behind
+            kill_everything()
+            transport.close()
+            raise
+        finally:
+            transport.close()
+
+        outcome.exit_code = transport.get_returncode()
+        if cgroup is not None:
+            outcome.memory_limit_hit = cgroup.memory_limit_hit()
+        collector.finish()
+        if read_only and outcome.workspace_access == "read-only":
+            outcome.write_blocked = erofs.seen
+        sink.finish(collector.truncated)
+        outcome.output = collector.render(sink.note())
+        outcome.total_lines = collector.total_lines
+        outcome.dropped_lines = collector.dropped_lines
+        outcome.lines_cut = collector.lines_cut
+        outcome.total_bytes = collector.total_bytes
+        outcome.artifact = sink.rel
+        outcome.artifact_capped = sink.capped
+        return outcome
+    except BaseException:
+        if cgroup is not None:  # cancelled: finish the clean-up in the background
+            task = asyncio.ensure_future(cgroup.remove())
+            _background.add(task)
+            task.add_done_callback(_background.discard)
+            cgroup = None
+        raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if cgroup is not None:
+            await cgroup.remove()
+        outcome.duration_s = round(time.monotonic() - started, 3)
+

@@ -1,0 +1,72 @@
+"""The activities of transactional bash beyond the bash tool itself (issue 15):
+
+- ``rollback_turn``: restore what a turn changed (write_file, edit_file and
+  bash), on the worker that holds the workspace; idempotent (a path already
+  back counts as done), so it is retried freely;
+- ``bash_preview``: run an ``ask`` command in a throwaway copy-on-write view
+  before approval (activities.bash.tool.run_bash_preview);
+- ``bash_discard_preview``: drop a preview that was rejected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, Callable
+
+from temporalio import activity
+
+from activities.bash import attempts as bash_txn
+from activities.txn import api as txn
+from activities.base import _check_root, tool_activity
+from activities.bash.tool import BASH_PREVIEW, run_bash_preview
+from activities.txn.preview import discard_preview
+from activities.workspace.paths import WorkspaceError, workspace_root
+from core.contracts import ToolRequest
+from core.txn_contracts import RollbackRequest, RollbackResult
+
+ROLLBACK_ACTIVITY = "rollback_turn"
+DISCARD_PREVIEW_ACTIVITY = "bash_discard_preview"
+
+
+class RollbackRefused(Exception):
+    """The request cannot be served here (wrong workspace, no such folder)."""
+
+
+def rollback(request: RollbackRequest, allowed_root: str | None = None) -> RollbackResult:
+    if allowed_root is not None:
+        allowed, asked = os.path.realpath(allowed_root), os.path.realpath(request.workspace_root)
+        if asked != allowed and not asked.startswith(allowed.rstrip("/") + "/"):
+            raise RollbackRefused(f"this worker serves the workspace {allowed}, not {request.workspace_root}")
+    try:
+        root = str(workspace_root(request.workspace_root))
+    except WorkspaceError as exc:
+        raise RollbackRefused(str(exc)) from None
+    report = txn.rollback(root, request.turn_id)
+    return RollbackResult(
+        turn_id=request.turn_id, workspace_root=root, restored=report.restored, already=report.already,
+        conflicts=report.conflicts, not_restorable=report.not_restorable, unchecked=report.unchecked,
+        text=report.text(),
+    )
+
+
+def build_txn_activities(workspace_root_: str | None = None) -> list[Callable[..., Any]]:
+    @activity.defn(name=ROLLBACK_ACTIVITY)
+    async def rollback_turn(request: RollbackRequest) -> RollbackResult:
+        from temporalio.exceptions import ApplicationError
+
+        try:
+            return await asyncio.to_thread(rollback, request, workspace_root_)
+        except RollbackRefused as exc:
+            raise ApplicationError(str(exc), type="RollbackRefused", non_retryable=True) from None
+
+    @activity.defn(name=DISCARD_PREVIEW_ACTIVITY)
+    async def bash_discard_preview(request: ToolRequest) -> None:
+        if _check_root(request, workspace_root_) is not None:
+            return
+        root = str(workspace_root(request.workspace_root))
+        await asyncio.to_thread(discard_preview, root, request.turn_id, request.call_id)
+        await asyncio.to_thread(bash_txn.discard_nochange_preview, root, request.turn_id, request.call_id)
+
+    preview = tool_activity(BASH_PREVIEW, run_bash_preview, in_thread=False, allowed_root=workspace_root_)
+    return [rollback_turn, bash_discard_preview, preview]

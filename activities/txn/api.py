@@ -1,0 +1,167 @@
+"""Transactional bash: the small API the bash activity calls (issue 15).
+
+    started = txn.start(root, request.turn_id, request.call_id)
+    if started.mode in ("resume", "done"):      # a retry: never run the command again
+        return txn.resume(root, turn_id, call_id)   # -> TxnResult (.stored = first attempt's result)
+    if started.mode == "previewed":             # approved after a preview
+        return txn.approve_preview(root, turn_id, call_id)
+    argv = started.wrap(bwrap_argv(...))        # unchanged when mode == "direct"
+    ... run argv (execute) ...
+    done = txn.finish(started, verdict=verdict.verdict, completed=not (timed_out or killed),
+                      result={"exit_code": ..., "output": ...}, preview=False)
+    # done.text: append to the result text; done.metadata: merge into the result's
+    # metadata; done.is_error: make the result an error (conflict, read-only violation...)
+
+Modes of ``start``: ``capture`` (run on an overlay), ``direct`` (capture
+unavailable: run as before; "may or may not have run" remains, metadata says
+``capture=unavailable`` with the reason), ``resume`` (a journal exists: finish
+applying it), ``done`` (already applied), ``previewed`` (a preview waits for
+approval), ``busy`` (another attempt of this call is running its command
+right now: raise a retryable error and let Temporal try again later).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from activities.txn import journal
+from activities.txn import overlay
+from activities.txn.changeset import read_only_refusal, summary
+from activities.txn.preview import Preview, apply_preview, make_preview
+from activities.txn.rollback import RollbackReport, rollback_turn
+from activities.txn.apply import ApplyReport
+from activities.workspace.paths import WorkspaceError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TxnStart", "TxnResult", "start", "finish", "resume", "approve_preview", "rollback", "RollbackReport"]
+
+
+@dataclass
+class TxnStart:
+    mode: str  # "capture" | "direct" | "resume" | "done" | "previewed" | "busy"
+    root: str
+    turn_id: str
+    call_id: str
+    capture: overlay.Capture | None = None
+    reason: str = ""  # direct: why there is no capture
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return self.capture.wrap(argv) if self.capture is not None else list(argv)
+
+
+@dataclass
+class TxnResult:
+    capture: str  # metadata "capture": applied | no-changes | discarded | conflict | refused |
+    #               read-only-violation | previewed | stale | unavailable | failed
+    text: str = ""
+    is_error: bool = False
+    metadata: dict[str, str] = field(default_factory=dict)
+    stored: dict = field(default_factory=dict)  # resume/approve: the result the command produced
+    preview: Preview | None = None
+    changed: list[str] = field(default_factory=list)
+
+
+def start(root: str, turn_id: str, call_id: str) -> TxnStart:
+    root = os.path.realpath(root)
+    try:
+        state = journal.journal_state(root, turn_id, call_id)
+    except WorkspaceError as exc:  # .agent-artifacts replaced by a symlink, say
+        log.warning("bash call %s runs without capture: %s", call_id, exc)
+        return TxnStart("direct", root, turn_id, call_id, reason=str(exc))
+    if state == journal.STATE_APPLIED:
+        return TxnStart("done", root, turn_id, call_id)
+    if state == journal.JOURNALED:
+        return TxnStart("resume", root, turn_id, call_id)
+    if state == journal.PREVIEWED:
+        return TxnStart("previewed", root, turn_id, call_id)
+    ok, reason = overlay.overlay_status(root)
+    if ok:
+        try:
+            return TxnStart("capture", root, turn_id, call_id, overlay.begin(root, turn_id, call_id))
+        except overlay.CaptureBusy as exc:
+            return TxnStart("busy", root, turn_id, call_id, reason=str(exc))
+        except FileExistsError:
+            return start(root, turn_id, call_id)  # journaled just now by an overlapping attempt
+        except (overlay.CaptureUnavailable, WorkspaceError, OSError) as exc:
+            reason = str(exc)
+    log.warning("bash call %s runs without capture (may or may not have run if lost): %s", call_id, reason)
+    return TxnStart("direct", root, turn_id, call_id, reason=reason)
+
+
+def _meta(capture: str, **extra: str) -> dict[str, str]:
+    return {"capture": capture, **{k: v for k, v in extra.items() if v}}
+
+
+def _from_report(report: ApplyReport, stored: dict | None = None, headline: str = "") -> TxnResult:
+    if report.ok:
+        changed = report.applied + report.already
+        text = f"[{headline or report.text()}]" + "".join(f"\n[{n}]" for n in report.notices)
+        return TxnResult("applied", text, False, _meta("applied", changed_files=str(len(changed))),
+                         stored or {}, changed=changed)
+    return TxnResult(report.status, f"[{report.text()}]", True, _meta(report.status), stored or {})
+
+
+def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, preview: bool = False) -> TxnResult:
+    """After the command ran: capture, check, journal and apply its changes.
+
+    ``completed`` is False for a timed-out, killed or cancelled command (or
+    one that could not start): nothing it changed is applied. ``result`` is
+    what the tool returns (kept in the journal so a retry returns it again)."""
+    if started.mode == "direct" or started.capture is None:
+        return TxnResult("unavailable", "", False, _meta("unavailable", capture_reason=started.reason))
+    cap = started.capture
+    if not cap.mounted():
+        cap.discard()
+        return TxnResult("failed", "[The copy-on-write view could not be set up; the command did not run.]",
+                         True, _meta("failed"))
+    if not completed:
+        cap.discard()
+        return TxnResult("discarded", "[The command did not finish: nothing it changed was applied to the workspace.]",
+                         False, _meta("discarded"))
+    scan = overlay.scan(cap)
+    skipped = "".join(f"\n[Not applied: {p}: {why}]" for p, why in scan.changeset.skipped)
+    if not scan.changeset:
+        cap.discard()
+        return TxnResult("no-changes", skipped.lstrip("\n"), False, _meta("no-changes"))
+    refusal = read_only_refusal(verdict, scan.changeset)
+    if refusal is not None:
+        cap.discard()
+        return TxnResult("read-only-violation", f"[{refusal}]", True, _meta("read-only-violation"),
+                         changed=scan.changeset.paths())
+    if preview:
+        p = make_preview(cap, scan, result=result)
+        status = "conflict" if p.conflicts else "previewed"
+        return TxnResult(status, p.text() + skipped, bool(p.conflicts), _meta(status), preview=p)
+    out = journal.write_journal(cap, scan, result=result)
+    if out.journal is None:
+        text = "[Not applied: files changed in the workspace while the command ran:\n" + "\n".join(
+            f"  {c}" for c in out.conflicts) + "]"
+        return TxnResult("conflict", text, True, _meta("conflict"))
+    report = journal.apply_journal(started.root, started.turn_id, started.call_id, out.journal)
+    done = _from_report(report, result, f"Changes applied to the workspace:\n{summary(scan.changeset)}")
+    done.text += skipped
+    return done
+
+
+def resume(root: str, turn_id: str, call_id: str) -> TxnResult:
+    """A retry found a journal: finish (or confirm) the apply; never re-run.
+    ``.stored`` holds the result the command produced the first time."""
+    j = journal.load(root, turn_id, call_id)
+    report = journal.apply_journal(root, turn_id, call_id)
+    return _from_report(report, j.result if j else {})
+
+
+def approve_preview(root: str, turn_id: str, call_id: str) -> TxnResult:
+    """Approval of a previewed call: apply exactly the previewed changeset,
+    or ``stale`` (ask again) when the workspace changed since."""
+    j = journal.load(root, turn_id, call_id)
+    return _from_report(apply_preview(root, turn_id, call_id), j.result if j else {})
+
+
+def rollback(root: str, turn_id: str) -> RollbackReport:
+    """``client.py rollback TURN_ID``: restore what the turn changed."""
+    return rollback_turn(root, turn_id)

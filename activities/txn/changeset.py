@@ -1,0 +1,264 @@
+"""What a command changed in the workspace, as data (pure: no I/O).
+
+A ``Changeset`` is a list of ``Change(path, old, new)``: ``old`` is the node
+the path held in the workspace when the command started (None: absent),
+``new`` what the command left (None: deleted). Nodes are files (mode, size,
+sha256), folders (mode) and symlinks (target). Deleting a folder lists every
+entry below it, so applying never needs to guess what a folder held.
+
+Renames are captured as delete + create (the overlay copies a renamed file
+up; with ``redirect_dir=off`` a renamed folder is copied too). ``detect_renames``
+labels a created file whose content equals a deleted file's as renamed from
+it, for the summary only: applying still deletes and creates.
+
+Functions here: classification, apply order, the symlink-escape check, the
+summary and diff text, and JSON round trips. Scanning an overlay's upper layer
+is in activities/txn/overlay.py; applying is in activities/txn/journal.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+FILE, DIR, SYMLINK = "file", "dir", "symlink"
+SPECIAL_BITS = 0o6000  # setuid/setgid never reach the real workspace: the worker may be root
+
+
+@dataclass(frozen=True)
+class Node:
+    kind: str  # FILE | DIR | SYMLINK
+    mode: int = 0  # permission bits
+    size: int = 0
+    sha256: str = ""  # files
+    target: str = ""  # symlinks
+
+    def same(self, other: "Node | None") -> bool:
+        """Equal as far as a changeset cares (content, type, mode; not times)."""
+        if other is None or other.kind != self.kind:
+            return False
+        if self.kind == SYMLINK:
+            return self.target == other.target
+        if self.mode != other.mode:
+            return False
+        return self.kind == DIR or (self.size == other.size and self.sha256 == other.sha256)
+
+
+def node_json(node: Node | None) -> dict | None:
+    if node is None:
+        return None
+    return {"kind": node.kind, "mode": node.mode, "size": node.size, "sha256": node.sha256, "target": node.target}
+
+
+def same(a: Node | None, b: Node | None) -> bool:
+    return b is None if a is None else a.same(b)
+
+
+@dataclass
+class Change:
+    path: str  # relative to the workspace, '/'-separated
+    old: Node | None
+    new: Node | None
+    content: str = ""  # journal-relative file holding the new content (files)
+    mtime_ns: int = 0  # the command's mtime (the link or copy into place keeps it)
+    renamed_from: str = ""  # display only
+
+    @property
+    def action(self) -> str:
+        return action(self.old, self.new)
+
+    def to_json(self) -> dict:
+        # By hand: dataclasses.asdict deep-copies, which dominated journaling 10,000 files.
+        return {"path": self.path, "old": node_json(self.old), "new": node_json(self.new), "content": self.content,
+                "mtime_ns": self.mtime_ns, "renamed_from": self.renamed_from}
+
+
+def action(old: Node | None, new: Node | None) -> str:
+    if old is None:
+        return "create"
+    if new is None:
+        return "delete"
+    if old.kind != new.kind:
+        return "replace"
+    if old.kind == FILE and (old.sha256 != new.sha256 or old.size != new.size):
+        return "modify"
+    if old.kind == SYMLINK:
+        return "modify"
+    return "mode"
+
+
+@dataclass
+class Changeset:
+    changes: list[Change] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why it is not applied)
+
+    def __bool__(self) -> bool:
+        return bool(self.changes)
+
+    def paths(self) -> list[str]:
+        return [c.path for c in self.changes]
+
+    def to_json(self) -> dict:
+        return {"changes": [c.to_json() for c in self.changes], "skipped": [list(s) for s in self.skipped]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Changeset":
+        def node(raw: dict | None) -> Node | None:
+            return None if raw is None else Node(**raw)
+
+        changes = [
+            Change(**{**raw, "old": node(raw["old"]), "new": node(raw["new"])}) for raw in data.get("changes", [])
+        ]
+        return cls(changes, [(p, why) for p, why in data.get("skipped", [])])
+
+
+def depth(path: str) -> int:
+    return path.count("/")
+
+
+def apply_order(changes: Iterable[Change]) -> list[Change]:
+    """Deletions deepest first (a folder is empty when its turn comes), then
+    everything else parents first; folder modes are set last, deepest first
+    (a read-only folder must not block writing its own children)."""
+    changes = list(changes)
+    deletes = sorted((c for c in changes if c.new is None), key=lambda c: (-depth(c.path), c.path))
+    puts = sorted((c for c in changes if c.new is not None), key=lambda c: (depth(c.path), c.path))
+    return deletes + puts
+
+
+def dir_modes_last(changes: Iterable[Change]) -> list[Change]:
+    return sorted((c for c in changes if c.new is not None and c.new.kind == DIR), key=lambda c: -depth(c.path))
+
+
+def detect_renames(changes: list[Change]) -> None:
+    """Label created files whose content matches a deleted file (in place)."""
+    gone: dict[tuple[str, int], list[str]] = {}
+    for c in changes:
+        if c.new is None and c.old is not None and c.old.kind == FILE:
+            gone.setdefault((c.old.sha256, c.old.size), []).append(c.path)
+    for c in changes:
+        if c.old is None and c.new is not None and c.new.kind == FILE:
+            sources = gone.get((c.new.sha256, c.new.size))
+            if sources:
+                c.renamed_from = sources.pop(0)
+
+
+# --- safety ---------------------------------------------------------------------
+
+Lookup = Callable[[str], "Node | None"]  # rel path -> node after the apply
+
+
+def resolve_inside(root: str, link_path: str, target: str, lookup: Lookup, hops: int = 0) -> list[str] | None:
+    """The path parts a symlink at ``link_path`` with ``target`` resolves to,
+    following symlinks on the way as they will be after the apply; None when
+    it leaves the workspace (or loops)."""
+    if hops > 40:
+        return None
+    if posixpath.isabs(target):
+        norm_root = posixpath.normpath(root)
+        if target != norm_root and not target.startswith(norm_root.rstrip("/") + "/"):
+            return None
+        parts: list[str] = []
+        rest = target[len(norm_root) :]
+    else:
+        parts = [p for p in posixpath.dirname(link_path).split("/") if p]
+        rest = target
+    for comp in rest.split("/"):
+        if comp in ("", "."):
+            continue
+        if comp == "..":
+            if not parts:
+                return None
+            parts.pop()
+            continue
+        parts.append(comp)
+        node = lookup("/".join(parts))
+        if node is not None and node.kind == SYMLINK:
+            resolved = resolve_inside(root, "/".join(parts), node.target, lookup, hops + 1)
+            if resolved is None:
+                return None
+            parts = resolved
+    return parts
+
+
+def symlink_escapes(root: str, changes: list[Change], current: Lookup) -> list[tuple[str, str]]:
+    """(path, problem) for each symlink the changeset would place pointing
+    outside the workspace (directly or through other symlinks)."""
+    after = {c.path: c.new for c in changes}
+
+    def lookup(rel: str) -> Node | None:
+        return after[rel] if rel in after else current(rel)
+
+    problems = []
+    for c in changes:
+        if c.new is not None and c.new.kind == SYMLINK:
+            if resolve_inside(root, c.path, c.new.target, lookup) is None:
+                problems.append((c.path, f"{c.path} -> {c.new.target} (points outside the workspace)"))
+    return problems
+
+
+# --- text for the model and the approver -------------------------------------------
+
+TEXT_DIFF_MAX_BYTES = 256 << 10
+DIFF_MAX_LINES = 400
+
+
+def summary(changeset: Changeset, limit: int = 50) -> str:
+    lines = []
+    for c in changeset.changes[:limit]:
+        if c.new is not None and c.new.kind == DIR and c.old is not None and c.old.kind == DIR:
+            lines.append(f"  mode {c.path}/ {oct(c.old.mode)} -> {oct(c.new.mode)}")
+            continue
+        label = c.action
+        extra = ""
+        if c.renamed_from:
+            label, extra = "rename", f" (from {c.renamed_from})"
+        elif label == "mode" and c.old and c.new:
+            extra = f" {oct(c.old.mode)} -> {oct(c.new.mode)}"
+        elif c.new is not None and c.new.kind == SYMLINK:
+            extra = f" -> {c.new.target}"
+        lines.append(f"  {label} {c.path}{'/' if (c.new or c.old) and (c.new or c.old).kind == DIR else ''}{extra}")
+    if len(changeset.changes) > limit:
+        lines.append(f"  ... and {len(changeset.changes) - limit} more")
+    return "\n".join(lines)
+
+
+def is_text(data: bytes) -> bool:
+    if b"\x00" in data[:8192]:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def file_diff(path: str, old: bytes | None, new: bytes | None) -> str:
+    """A unified diff for text files; a one-line summary for binary or large ones."""
+    old_b, new_b = old or b"", new or b""
+    if len(old_b) > TEXT_DIFF_MAX_BYTES or len(new_b) > TEXT_DIFF_MAX_BYTES or not (is_text(old_b) and is_text(new_b)):
+        return f"Binary or large file {path}: {len(old_b)} -> {len(new_b)} bytes\n"
+    lines = difflib.unified_diff(
+        old_b.decode().splitlines(keepends=True),
+        new_b.decode().splitlines(keepends=True),
+        fromfile="/dev/null" if old is None else f"a/{path}",
+        tofile="/dev/null" if new is None else f"b/{path}",
+    )
+    out = [ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines]
+    if len(out) > DIFF_MAX_LINES:
+        out = out[:DIFF_MAX_LINES] + [f"... diff of {path} cut at {DIFF_MAX_LINES} lines\n"]
+    return "".join(out)
+
+
+def read_only_refusal(verdict: str, changeset: Changeset, limit: int = 20) -> str | None:
+    """A command judged ``allow`` (read-only) must leave no changes: if it
+    did, the text saying so (and what it tried to change); else None."""
+    if verdict != "allow" or not changeset:
+        return None
+    return (
+        "The command was judged read-only (allowed without approval) but it tried to change files; "
+        "nothing was applied to the workspace. It tried to:\n" + summary(changeset, limit)
+        + "\nIf changing files is intended, ask for it explicitly (that call needs approval)."
+    )

@@ -1,0 +1,344 @@
+"""The durable journal of one call's workspace effects, and pre-images.
+
+States of a call (``journal_state``): ``none`` (no manifest: nothing was
+applied, running the command again is safe) -> ``previewed`` (a preview
+waiting for approval) -> ``journaled`` (changeset, contents and pre-images
+on disk, fsync'd) -> ``applied`` (marker file). A retry that finds
+``journaled`` calls ``apply_journal``, which finishes the apply instead of
+running the command again; ``applied`` returns the stored result.
+
+Pre-images: before a changeset touches a file, the file's inode is hard-linked
+into the journal (``pre/<i>``; a copy when it has other links), so the apply,
+which always renames a new inode into place, leaves the old content intact
+there. Folders and symlinks are recorded as nodes. Sizes are capped
+(``AGENT_TOOLS_TXN_PREIMAGE_MB`` per file, default 64;
+``AGENT_TOOLS_TXN_PREIMAGE_CALL_MB`` per call, default 512): a pre-image not
+kept is noted in the result and that file cannot be rolled back.
+
+File tools record theirs through the same API: ``record_preimage`` before
+writing, ``record_postimage`` after (so rollback can tell whether someone
+changed the file since).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+
+from activities.txn.changeset import FILE, Changeset, Node, node_json
+from activities.txn.overlay import Capture, Scan
+from activities.txn.apply import ApplyReport, apply_changes
+from activities.workspace.paths import ARTIFACTS_DIR
+from activities.txn.store import (
+    APPLIED,
+    MANIFEST,
+    TXN_DIR,
+    ThroughSymlink,
+    WorkspaceReader,
+    call_dir,
+    lock_call,
+    open_dir,
+    read_json,
+    sha256_file,
+    split,
+    sync_filesystem,
+    touch_durably,
+    under_artifacts,
+    write_json_durably,
+)
+
+NONE, PREVIEWED, JOURNALED, STATE_APPLIED = "none", "previewed", "journaled", "applied"
+KIND_BASH, KIND_FILES = "bash", "files"
+PREIMAGE_FILE_ENV = "AGENT_TOOLS_TXN_PREIMAGE_MB"
+PREIMAGE_CALL_ENV = "AGENT_TOOLS_TXN_PREIMAGE_CALL_MB"
+
+
+def _cap(name: str, default_mb: int) -> int:
+    try:
+        return int(os.environ.get(name, default_mb)) << 20
+    except ValueError:
+        return default_mb << 20
+
+
+@dataclass
+class PreImage:
+    node: Node | None  # None: the path did not exist
+    file: str = ""  # call-folder-relative copy of a file's content
+    kept: bool = True
+    note: str = ""
+
+
+@dataclass
+class Journal:
+    dir: str
+    turn_id: str
+    call_id: str
+    kind: str = KIND_BASH
+    state: str = JOURNALED
+    created_ns: int = 0
+    started_ns: int = 0
+    changeset: Changeset = field(default_factory=Changeset)
+    preimages: dict[str, PreImage] = field(default_factory=dict)
+    posts: dict[str, Node | None] = field(default_factory=dict)  # file tools: recorded after the write
+    result: dict = field(default_factory=dict)  # the command's result, returned again on a retry
+
+    def save(self) -> None:
+        write_json_durably(os.path.join(self.dir, MANIFEST), {
+            "version": 1, "turn_id": self.turn_id, "call_id": self.call_id, "kind": self.kind,
+            "state": self.state, "created_ns": self.created_ns, "started_ns": self.started_ns,
+            "changeset": self.changeset.to_json(),
+            "preimages": {p: {"node": node_json(pre.node), "file": pre.file, "kept": pre.kept, "note": pre.note}
+                          for p, pre in self.preimages.items()},
+            "posts": {p: node_json(n) for p, n in self.posts.items()},
+            "result": self.result,
+        })
+
+    @property
+    def applied(self) -> bool:
+        return os.path.exists(os.path.join(self.dir, APPLIED))
+
+    def notices(self) -> list[str]:
+        return [pre.note for pre in self.preimages.values() if not pre.kept]
+
+
+def load_dir(path: str) -> Journal | None:
+    try:
+        raw = read_json(os.path.join(path, MANIFEST))
+    except FileNotFoundError:
+        return None
+
+    def node(d):
+        return Node(**d) if d else None
+
+    return Journal(
+        dir=path, turn_id=raw["turn_id"], call_id=raw["call_id"], kind=raw["kind"], state=raw["state"],
+        created_ns=raw["created_ns"], started_ns=raw["started_ns"],
+        changeset=Changeset.from_json(raw["changeset"]),
+        preimages={p: PreImage(**{**d, "node": node(d["node"])}) for p, d in raw["preimages"].items()},
+        posts={p: node(d) for p, d in raw.get("posts", {}).items()},
+        result=raw.get("result", {}),
+    )
+
+
+def load(root: str, turn_id: str, call_id: str) -> Journal | None:
+    return load_dir(call_dir(os.path.realpath(root), turn_id, call_id))
+
+
+def journal_state(root: str, turn_id: str, call_id: str) -> str:
+    j = load(root, turn_id, call_id)
+    if j is None:
+        return NONE
+    return STATE_APPLIED if j.applied else j.state
+
+
+# --- writing a bash journal -------------------------------------------------------
+
+
+@dataclass
+class JournalOutcome:
+    journal: Journal | None  # None: not journaled (conflict)
+    conflicts: list[str] = field(default_factory=list)
+
+
+def write_journal(cap: Capture, scan: Scan, *, result: dict | None = None, preview: bool = False) -> JournalOutcome:
+    """Make a captured changeset durable. A file the changeset touches that
+    changed in the workspace after the command started is a conflict: nothing
+    is journaled (the layers are discarded). ``preview`` keeps the changeset
+    for approval without pre-images (``take_preimages`` runs when approved)."""
+    if scan.changed_during:
+        cap.discard()
+        return JournalOutcome(None, [f"{p}: changed in the workspace while the command ran" for p in scan.changed_during])
+    j = Journal(cap.dir, cap.turn_id, cap.call_id, state=PREVIEWED if preview else JOURNALED,
+                created_ns=time.time_ns(), started_ns=cap.started_ns(), changeset=scan.changeset,
+                result=result or {})
+    if not preview:
+        conflicts = take_preimages(cap.workspace, j)
+        if conflicts:
+            cap.discard()
+            return JournalOutcome(None, conflicts)
+    sync_filesystem(cap.dir)  # contents (upper/) and pre-images on disk before the manifest names them
+    j.save()
+    cap.discard(keep_upper=True)  # the upper layer holds the new contents the manifest points to
+    return JournalOutcome(j)
+
+
+def take_preimages(root: str, j: Journal) -> list[str]:
+    """Keep the current content of every file the changeset replaces or
+    deletes (fills ``j.preimages``); conflicts when a file no longer matches."""
+    pre_dir = os.path.join(j.dir, "pre")
+    os.makedirs(pre_dir, exist_ok=True)
+    per_file, per_call = _cap(PREIMAGE_FILE_ENV, 64), _cap(PREIMAGE_CALL_ENV, 512)
+    total, conflicts = 0, []
+    reader = WorkspaceReader(root)
+    try:
+        for i, c in enumerate(j.changeset.changes):
+            if c.old is None or c.old.kind != FILE:
+                j.preimages[c.path] = PreImage(c.old)
+                continue
+            if c.old.size > per_file or total + c.old.size > per_call:
+                limit = "per-file" if c.old.size > per_file else "per-call"
+                j.preimages[c.path] = PreImage(c.old, kept=False, note=(
+                    f"pre-image of {c.path} not kept ({c.old.size} bytes over the {limit} cap, "
+                    f"{PREIMAGE_FILE_ENV}/{PREIMAGE_CALL_ENV}): it cannot be rolled back"))
+                continue
+            dst = os.path.join(pre_dir, str(i))
+            if not _keep(reader, c.path, dst) or sha256_file(dst) != c.old.sha256:
+                conflicts.append(f"{c.path}: changed in the workspace since the command started")
+                continue
+            total += c.old.size
+            j.preimages[c.path] = PreImage(c.old, file=f"pre/{i}")
+    finally:
+        reader.close()
+    return conflicts
+
+
+def _keep(reader: WorkspaceReader, rel: str, dst: str, link: bool = True) -> bool:
+    """Hard-link (or copy, when it has other links or ``link`` is off) the
+    workspace file to dst."""
+    if os.path.lexists(dst):
+        os.unlink(dst)
+    parent, name = split(rel)
+    try:
+        pfd = open_dir(reader.fd, parent)
+    except (ThroughSymlink, FileNotFoundError, NotADirectoryError):
+        return False
+    try:
+        try:
+            st = os.lstat(name, dir_fd=pfd)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if link and st.st_nlink == 1:
+            try:
+                os.link(name, dst, src_dir_fd=pfd, follow_symlinks=False)
+                return True
+            except OSError:
+                pass
+        fd_in = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+        try:
+            fd_out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                while chunk := os.read(fd_in, 1 << 20):
+                    os.write(fd_out, chunk)
+                os.fsync(fd_out)
+            finally:
+                os.close(fd_out)
+        finally:
+            os.close(fd_in)
+        return True
+    finally:
+        os.close(pfd)
+
+
+def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = None) -> ApplyReport:
+    """Apply (or finish applying) a journaled changeset; idempotent. ``j``:
+    the journal just written (saves reading it back)."""
+    j = j or load(root, turn_id, call_id)
+    if j is None:
+        return ApplyReport("refused", refused=[f"no journal for call {call_id!r} of turn {turn_id!r}"])
+    if j.state == PREVIEWED:
+        return ApplyReport("refused", refused=["this changeset is a preview: apply it with apply_preview"])
+    changes = j.changeset.changes
+    lock = lock_call(j.dir, wait=True)  # an overlapping attempt applying the same journal: one after the other
+    try:
+        if j.applied:
+            return ApplyReport("applied", already=[c.path for c in changes], notices=j.notices())
+        report = apply_changes(os.path.realpath(root), j.dir, changes, tag=os.path.basename(j.dir))
+        if report.ok:
+            touch_durably(os.path.join(j.dir, APPLIED))
+            report.notices += j.notices()
+        return report
+    finally:
+        os.close(lock)
+
+
+# --- pre-images for the file tools -------------------------------------------------
+
+
+def _rel(root: str, path: str) -> str | None:
+    rel = os.path.relpath(path, root) if os.path.isabs(path) else os.path.normpath(path)
+    rel = rel.replace(os.sep, "/")
+    if rel == "." or rel.startswith("../") or rel == ".." or under_artifacts(rel):
+        return None
+    return rel
+
+
+def _files_journal(root: str, turn_id: str, call_id: str) -> Journal:
+    j = load(root, turn_id, call_id)
+    if j is None:
+        j = Journal(call_dir(root, turn_id, call_id, create=True), turn_id, call_id, kind=KIND_FILES,
+                    state=JOURNALED, created_ns=time.time_ns())
+    return j
+
+
+def record_preimage(root: str, turn_id: str, call_id: str, rel_path: str) -> str:
+    """Before a file tool writes ``rel_path``: keep what is there now so the
+    turn can be rolled back. Returns a notice ('' normally; the reason when
+    the pre-image was not kept)."""
+    root = os.path.realpath(root)
+    rel = _rel(root, rel_path)
+    if rel is None:
+        return ""
+    j = _files_journal(root, turn_id, call_id)
+    if rel in j.preimages:
+        return ""  # the first pre-image of this call is the one that counts
+    reader = WorkspaceReader(root)
+    try:
+        node = reader.node(rel)
+    finally:
+        reader.close()
+    pre = PreImage(node)
+    if node is not None and node.kind == FILE:
+        per_file = _cap(PREIMAGE_FILE_ENV, 64)
+        if node.size > per_file:
+            pre = PreImage(node, kept=False, note=f"pre-image of {rel} not kept ({node.size} bytes over the "
+                                                    f"per-file cap, {PREIMAGE_FILE_ENV}): it cannot be rolled back")
+        else:
+            os.makedirs(os.path.join(j.dir, "pre"), exist_ok=True)
+            name = f"pre/f{len(j.preimages)}"
+            reader = WorkspaceReader(root)
+            try:
+                # File tools may write in place: always copy (a hard link would change with the file).
+                kept = _keep(reader, rel, os.path.join(j.dir, name), link=False)
+            finally:
+                reader.close()
+            pre = PreImage(node, file=name) if kept else PreImage(node, kept=False, note=f"{rel} vanished")
+    j.preimages[rel] = pre
+    j.save()
+    touch_durably(os.path.join(j.dir, APPLIED))
+    return pre.note
+
+
+def record_postimage(root: str, turn_id: str, call_id: str, rel_path: str) -> None:
+    """After a file tool wrote ``rel_path``: what it left (for rollback's check)."""
+    root = os.path.realpath(root)
+    rel = _rel(root, rel_path)
+    j = load(root, turn_id, call_id)
+    if rel is None or j is None or rel not in j.preimages:
+        return
+    reader = WorkspaceReader(root)
+    try:
+        j.posts[rel] = reader.node(rel)
+    finally:
+        reader.close()
+    j.save()
+
+
+
+def prunable(root: str) -> list[str]:
+    """Call folders artifact pruning may delete, oldest first: applied ones
+    (deleting them gives up rolling back their turn) and leftovers of
+    captures that never reached a journal. Journaled and previewed calls are
+    never listed: a retry or an approval still needs them."""
+    base = os.path.join(os.path.realpath(root), ARTIFACTS_DIR, TXN_DIR)
+    found: list[tuple[int, str]] = []
+    for turn in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        for call in sorted(os.listdir(os.path.join(base, turn))):
+            folder = os.path.join(base, turn, call)
+            j = load_dir(folder)
+            if j is None or j.applied:
+                found.append((j.created_ns if j else int(os.lstat(folder).st_mtime_ns), folder))
+    return [folder for _, folder in sorted(found)]

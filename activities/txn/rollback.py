@@ -1,0 +1,115 @@
+"""Turn rollback: put back every file a turn changed, from the pre-images.
+
+Everything comes from disk (``.agent-artifacts/txn/<turn>/*/manifest.json``),
+so it works after restarts and from any process. For each path the turn
+touched: the target is the pre-image recorded by the turn's *first* call that
+touched it (the state before the turn), and the expected current state is
+what its *last* call left. A file whose current state is neither (someone
+changed it since) is left alone and listed; a path already back in its
+pre-turn state counts as done (so an interrupted rollback can simply be run
+again). The restore goes through the same check-then-apply engine as bash
+(folder descriptors, O_NOFOLLOW, temporary name + rename), copying the
+pre-images so the journal stays intact.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from activities.txn.changeset import FILE, Change, Node, same
+from activities.txn.journal import KIND_FILES, PREVIEWED, PreImage, load_dir
+from activities.txn.apply import apply_changes
+from activities.txn.store import WorkspaceReader, turn_dir
+
+
+@dataclass
+class RollbackReport:
+    turn_id: str
+    restored: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)  # already in their pre-turn state
+    conflicts: list[str] = field(default_factory=list)  # changed since by someone else: left as they are
+    not_restorable: list[str] = field(default_factory=list)  # no pre-image kept (size cap)
+    unchecked: list[str] = field(default_factory=list)  # restored without a "changed since?" check
+
+    def text(self) -> str:
+        if not (self.restored or self.already or self.conflicts or self.not_restorable):
+            return f"Turn {self.turn_id}: no recorded file changes to roll back."
+        parts = [f"Turn {self.turn_id}: restored {len(self.restored)} path(s)."]
+        parts += [f"  restored {p}" for p in self.restored]
+        if self.already:
+            parts.append(f"{len(self.already)} path(s) were already in their state before the turn.")
+        if self.conflicts:
+            parts.append("Not restored, changed since the turn by someone else:")
+            parts += [f"  {c}" for c in self.conflicts]
+        if self.not_restorable:
+            parts.append("Not restorable (no pre-image kept):")
+            parts += [f"  {p}" for p in self.not_restorable]
+        if self.unchecked:
+            parts.append("Restored without checking for later changes (no post-image was recorded):")
+            parts += [f"  {p}" for p in self.unchecked]
+        return "\n".join(parts)
+
+
+@dataclass
+class _Touch:
+    order: tuple[int, int]
+    call: str  # the call's folder name under the turn folder
+    pre: PreImage | None
+    post: Node | None
+    post_known: bool
+
+
+def _touches(folder: str) -> dict[str, list[_Touch]]:
+    by_path: dict[str, list[_Touch]] = {}
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return by_path
+    for name in names:
+        j = load_dir(os.path.join(folder, name))
+        if j is None or j.state == PREVIEWED:
+            continue  # a preview never reached the workspace
+        if j.kind == KIND_FILES:
+            items = [(p, pre, j.posts.get(p), p in j.posts) for p, pre in j.preimages.items()]
+        else:
+            items = [(c.path, j.preimages.get(c.path), c.new, True) for c in j.changeset.changes]
+        for i, (path, pre, post, known) in enumerate(items):
+            by_path.setdefault(path, []).append(_Touch((j.created_ns, i), name, pre, post, known))
+    for touches in by_path.values():
+        touches.sort(key=lambda t: t.order)
+    return by_path
+
+
+def rollback_turn(root: str, turn_id: str) -> RollbackReport:
+    """Restore what the turn changed (write_file, edit_file and bash alike)."""
+    root = os.path.realpath(root)
+    folder = turn_dir(root, turn_id)
+    report = RollbackReport(turn_id)
+    changes: list[Change] = []
+    reader = WorkspaceReader(root)
+    try:
+        for path, touches in sorted(_touches(folder).items()):
+            first, last = touches[0], touches[-1]
+            pre = first.pre
+            if pre is None:
+                continue  # the call never kept its pre-images (it ended in a conflict)
+            if pre.node is not None and pre.node.kind == FILE and not pre.kept:
+                report.not_restorable.append(f"{path}: {pre.note}")
+                continue
+            expected = last.post
+            if not last.post_known:
+                expected = reader.node(path)
+                report.unchecked.append(path)
+            elif same(expected, pre.node):
+                continue  # the turn left it as it found it
+            content = f"{first.call}/{pre.file}" if pre.file else ""
+            changes.append(Change(path, expected, pre.node, content=content))
+    finally:
+        reader.close()
+    applied = apply_changes(root, folder, changes, tag="rollback", link=False, partial=True)
+    report.restored = applied.applied
+    report.already = applied.already
+    report.conflicts = applied.conflicts + applied.refused
+    report.unchecked = [p for p in report.unchecked if p in applied.applied]
+    return report

@@ -1,0 +1,155 @@
+"""Retention of full-output artifacts (``.agent-artifacts/`` in the workspace).
+
+Every tool that saves an artifact (bash's full output, a large read) calls
+``prune_artifacts`` right after saving, so the folder stays bounded without a
+background job:
+
+1. artifacts older than ``AGENT_TOOLS_ARTIFACTS_MAX_AGE_H`` hours (default
+   168, one week) are deleted;
+2. then, while the artifacts together exceed ``AGENT_TOOLS_ARTIFACTS_MAX_MB``
+   (default 256 MiB), the oldest are deleted first.
+
+The artifact just saved (``keep``) is never deleted, even if it alone is over
+the cap (its own size is bounded by its writer). Only regular files directly
+in the folder whose names end in ``.txt`` are artifacts; ``.gitignore``,
+subfolders (another component's journal, say) and symlinks are left alone.
+
+Transactional bash's call folders (``txn/<turn>/<call>/``, issue 15) follow
+the age rule only, and only those ``journal.prunable`` lists (applied calls,
+whose turn then can no longer be rolled back, and leftovers of captures that
+never reached a journal): a journaled or previewed call is never deleted, a
+retry or an approval still needs it.
+Files are listed and deleted relative to a descriptor of the folder opened
+with O_NOFOLLOW, so a command that swapped the folder for a symlink cannot
+make the worker delete elsewhere. 0 disables a rule.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+ARTIFACTS_FOLDER = ".agent-artifacts"  # = activities.workspace.paths.ARTIFACTS_DIR (no import: no cycle)
+MAX_TOTAL_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_MB"
+MAX_AGE_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_AGE_H"
+DEFAULT_MAX_TOTAL_BYTES = 256 << 20
+DEFAULT_MAX_AGE_S = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Pruned:
+    removed: tuple[str, ...]  # names deleted
+    kept_bytes: int  # total size of the artifacts left
+
+
+def _setting(name: str, default: int, scale: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = int(raw) if raw else None
+    except ValueError:
+        value = None
+    if value is None or value < 0:
+        if raw:
+            log.warning("ignoring %s=%r (not a whole number >= 0); using the default", name, raw)
+        return default
+    return value * scale
+
+
+def prune_artifacts(
+    root: str | os.PathLike[str],
+    keep: str | None = None,
+    *,
+    max_total_bytes: int | None = None,
+    max_age_s: float | None = None,
+    now: float | None = None,
+) -> Pruned:
+    """Apply the retention rule to ``root``'s artifacts folder; ``keep`` is
+    the name (or workspace-relative path) of the artifact just saved. Never
+    raises for a missing or unreadable folder: retention must not fail a save."""
+    if max_total_bytes is None:
+        max_total_bytes = _setting(MAX_TOTAL_ENV, DEFAULT_MAX_TOTAL_BYTES, 1 << 20)
+    if max_age_s is None:
+        max_age_s = _setting(MAX_AGE_ENV, DEFAULT_MAX_AGE_S, 3600)
+    now = time.time() if now is None else now
+    keep_name = os.path.basename(keep) if keep else None
+    try:
+        dir_fd = os.open(Path(root) / ARTIFACTS_FOLDER, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return Pruned((), 0)
+    removed: list[str] = []
+    try:
+        files: list[tuple[float, str, int]] = []  # (mtime, name, size)
+        for name in os.listdir(dir_fd):
+            if not name.endswith(".txt"):
+                continue
+            try:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files.append((st.st_mtime, name, st.st_size))
+        files.sort()  # oldest first
+
+        def remove(name: str) -> bool:
+            try:
+                os.unlink(name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass  # another worker pruned it first
+            except OSError as exc:
+                log.warning("could not delete artifact %s: %s", name, exc)
+                return False
+            removed.append(name)
+            return True
+
+        left: list[tuple[float, str, int]] = []
+        for mtime, name, size in files:
+            if max_age_s and name != keep_name and now - mtime > max_age_s and remove(name):
+                continue
+            left.append((mtime, name, size))
+        total = sum(size for _, _, size in left)
+        if max_total_bytes:
+            for _, name, size in left:
+                if total <= max_total_bytes:
+                    break
+                if name != keep_name and remove(name):
+                    total -= size
+        if max_age_s:
+            removed += _prune_txn(root, now - max_age_s)
+        return Pruned(tuple(removed), total)
+    finally:
+        os.close(dir_fd)
+
+
+def _prune_txn(root: str | os.PathLike[str], older_than: float) -> list[str]:
+    """Delete the txn call folders journal.prunable allows, older than the cut."""
+    from activities.txn import journal  # here: journal imports the workspace helpers, which import us
+    from activities.txn.overlay import remove_tree
+
+    removed: list[str] = []
+    try:
+        folders = journal.prunable(os.path.realpath(root))
+    except OSError as exc:
+        log.warning("cannot list transaction folders for pruning: %s", exc)
+        return removed
+    for folder in folders:
+        try:
+            # A command run without capture can write here: never delete through a planted symlink.
+            if os.path.realpath(folder) != folder or os.path.islink(folder):
+                continue
+            if os.lstat(folder).st_mtime >= older_than:
+                continue
+            remove_tree(folder)
+            removed.append(os.path.relpath(folder, os.path.join(root, ARTIFACTS_FOLDER)))
+            try:
+                os.rmdir(os.path.dirname(folder))  # the turn's folder, once empty
+            except OSError:
+                pass
+        except OSError as exc:
+            log.warning("could not delete transaction folder %s: %s", folder, exc)
+    return removed

@@ -1,0 +1,305 @@
+"""Incremental assembly of a streamed model response. Pure: no I/O, no SDK.
+
+Feed it OpenAI Chat Completions chunks or Anthropic Messages stream events as
+plain dicts (``chunk.model_dump()`` / ``event.to_dict()``); it accumulates the
+text, the usage and the tool calls, and ``feed`` returns each tool call at the
+moment its arguments' JSON object closes, so a caller can start work while
+the model is still writing (issue 14's streaming dispatch hooks in there).
+``finish`` returns the whole response; arguments that never closed or do not
+parse go through the repair of ``core.tools.arguments`` first, with truncation
+handled conservatively (see ``complete_truncated``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal
+
+from core.tools.arguments import repair_json
+
+Provider = Literal["openai", "anthropic"]
+
+# Normalised stop reasons.
+STOP_TOOL_USE = "tool_use"
+STOP_END = "end"
+STOP_MAX_TOKENS = "max_tokens"
+_STOP_NAMES = {
+    "tool_calls": STOP_TOOL_USE, "tool_use": STOP_TOOL_USE, "function_call": STOP_TOOL_USE,
+    "stop": STOP_END, "end_turn": STOP_END, "stop_sequence": STOP_END,
+    "length": STOP_MAX_TOKENS, "max_tokens": STOP_MAX_TOKENS,
+}
+
+
+class JsonScanner:
+    """Tracks where a growing JSON text stands: inside a string or not, the
+    open brackets, and whether the top-level value has closed."""
+
+    def __init__(self) -> None:
+        self.stack: list[str] = []
+        self.in_string = False
+        self._escape = False
+        self.started = False
+        self.closed = False
+        self.position = 0
+        # (offset of a ',' outside strings, the open brackets there): the
+        # places a truncated text can be cut back to.
+        self.commas: list[tuple[int, tuple[str, ...]]] = []
+
+    def feed(self, text: str) -> bool:
+        """Consume more text; True when the top-level value closed in it."""
+        closed_now = False
+        for ch in text:
+            offset = self.position
+            self.position += 1
+            if self.closed:
+                continue
+            if self.in_string:
+                if self._escape:
+                    self._escape = False
+                elif ch == "\\":
+                    self._escape = True
+                elif ch == '"':
+                    self.in_string = False
+                continue
+            if ch == '"':
+                self.in_string = True
+            elif ch in "{[":
+                self.stack.append("}" if ch == "{" else "]")
+                self.started = True
+            elif ch in "}]":
+                if self.stack:
+                    self.stack.pop()
+                if self.started and not self.stack:
+                    self.closed = closed_now = True
+            elif ch == ",":
+                self.commas.append((offset, tuple(self.stack)))
+        return closed_now
+
+
+def complete_truncated(text: str, scanner: JsonScanner) -> str | None:
+    """A JSON object for text that was cut off, or None.
+
+    Only what is certainly complete is kept: the text as it stands when it
+    ends right after a complete string, object or array (closing brackets
+    are added), otherwise the text cut back to the last member separator, so
+    an unfinished member (a string or number that was still growing) is
+    dropped rather than guessed. A dropped required field then fails
+    validation with a message the model can act on; nothing runs with half
+    an argument."""
+    candidates: list[tuple[str, tuple[str, ...]]] = []
+    stripped = text.rstrip()
+    if not scanner.in_string and stripped[-1:] in ('"', "}", "]"):
+        candidates.append((stripped, tuple(scanner.stack)))
+    for offset, stack in reversed(scanner.commas):
+        candidates.append((text[:offset], stack))
+    for prefix, stack in candidates:
+        candidate = prefix + "".join(reversed(stack))
+        repaired = repair_json(candidate)
+        if repaired is not None and isinstance(json.loads(repaired), dict):
+            return repaired
+    return None
+
+
+@dataclass
+class AssembledCall:
+    position: int  # 0-based place in the response's batch of calls
+    id: str
+    name: str
+    raw_arguments: str = ""
+    # The arguments' JSON closed in the stream and parses as an object.
+    complete: bool = False
+    # How the final arguments were obtained: "" (as sent), "repaired", "truncated", "unparsed".
+    repair: str = ""
+    final_arguments: str = ""
+    _scanner: JsonScanner = field(default_factory=JsonScanner, repr=False)
+    _yielded: bool = field(default=False, repr=False)
+
+    def arguments_object(self) -> dict[str, Any]:
+        """The arguments as an object (Anthropic's tool_use.input needs one);
+        {} when they could not be parsed at all."""
+        try:
+            value = json.loads(self.final_arguments or "{}")
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass
+class AssembledResponse:
+    text: str
+    calls: list[AssembledCall]
+    usage: Usage
+    stop_reason: str
+    raw_stop_reason: str | None
+    response_id: str = ""
+
+
+class StreamAssembler:
+    def __init__(self, provider: Provider) -> None:
+        self.provider = provider
+        self._text: list[str] = []
+        self._calls: dict[int, AssembledCall] = {}  # by the stream's own index
+        self.usage = Usage()
+        self._stop: str | None = None
+        self._response_id = ""
+
+    # ------------------------------------------------------------- feeding
+    def feed(self, item: dict[str, Any]) -> list[AssembledCall]:
+        """One chunk (OpenAI) or event (Anthropic); returns the calls whose
+        arguments closed with it, each exactly once."""
+        if self.provider == "openai":
+            self._feed_openai(item)
+        else:
+            self._feed_anthropic(item)
+        return self._newly_complete()
+
+    def feed_all(self, items: Iterable[dict[str, Any]]) -> list[AssembledCall]:
+        out: list[AssembledCall] = []
+        for item in items:
+            out.extend(self.feed(item))
+        return out
+
+    def _call_for(self, key: int, call_id: str | None, name: str | None) -> AssembledCall:
+        call = self._calls.get(key)
+        if call is None:
+            call = AssembledCall(position=len(self._calls), id=call_id or "", name=name or "")
+            self._calls[key] = call
+        else:
+            if call_id and not call.id:
+                call.id = call_id
+            if name and not call.name:
+                call.name = name
+        return call
+
+    def _append_arguments(self, call: AssembledCall, piece: str) -> None:
+        if not piece:
+            return
+        call.raw_arguments += piece
+        if call._scanner.feed(piece):
+            call.complete = _parses_as_object(call.raw_arguments)
+
+    def _feed_openai(self, chunk: dict[str, Any]) -> None:
+        self._response_id = self._response_id or chunk.get("id") or ""
+        usage = chunk.get("usage")
+        if usage:
+            self.usage.input_tokens = usage.get("prompt_tokens") or 0
+            self.usage.output_tokens = usage.get("completion_tokens") or 0
+            details = usage.get("prompt_tokens_details") or {}
+            self.usage.cache_read_tokens = details.get("cached_tokens") or 0
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue  # we ask for one choice
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                self._text.append(delta["content"])
+            for tc in delta.get("tool_calls") or []:
+                function = tc.get("function") or {}
+                call = self._call_for(tc.get("index", 0), tc.get("id"), function.get("name"))
+                self._append_arguments(call, function.get("arguments") or "")
+            if choice.get("finish_reason"):
+                self._stop = choice["finish_reason"]
+
+    def _feed_anthropic(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self._response_id = message.get("id") or ""
+            self._anthropic_usage(message.get("usage") or {})
+        elif kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                call = self._call_for(event.get("index", 0), block.get("id"), block.get("name"))
+                if block.get("input"):  # a server may send the whole input at once
+                    self._append_arguments(call, json.dumps(block["input"]))
+            elif block.get("type") == "text" and block.get("text"):
+                self._text.append(block["text"])
+        elif kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                self._text.append(delta.get("text") or "")
+            elif delta.get("type") == "input_json_delta":
+                call = self._calls.get(event.get("index", 0))
+                if call is not None:
+                    self._append_arguments(call, delta.get("partial_json") or "")
+        elif kind == "content_block_stop":
+            call = self._calls.get(event.get("index", 0))
+            if call is not None and not call.raw_arguments.strip():
+                call.raw_arguments = "{}"  # a tool without arguments streams no delta
+                call.complete = True
+        elif kind == "message_delta":
+            delta = event.get("delta") or {}
+            if delta.get("stop_reason"):
+                self._stop = delta["stop_reason"]
+            self._anthropic_usage(event.get("usage") or {})
+
+    def _anthropic_usage(self, usage: dict[str, Any]) -> None:
+        # message_delta's counts are cumulative: take the latest, not a sum.
+        if usage.get("input_tokens"):
+            self.usage.input_tokens = usage["input_tokens"]
+        if usage.get("output_tokens"):
+            self.usage.output_tokens = usage["output_tokens"]
+        if usage.get("cache_read_input_tokens"):
+            self.usage.cache_read_tokens = usage["cache_read_input_tokens"]
+        if usage.get("cache_creation_input_tokens"):
+            self.usage.cache_write_tokens = usage["cache_creation_input_tokens"]
+
+    def _newly_complete(self) -> list[AssembledCall]:
+        out = []
+        for call in self._calls.values():
+            if call.complete and not call._yielded and call.id and call.name:
+                call._yielded = True
+                call.final_arguments = call.raw_arguments
+                out.append(call)
+        return out
+
+    # ------------------------------------------------------------ finishing
+    def finish(self) -> AssembledResponse:
+        calls = sorted(self._calls.values(), key=lambda c: c.position)
+        for call in calls:
+            _finalise(call)
+        stop = _STOP_NAMES.get(self._stop or "", self._stop or STOP_END)
+        return AssembledResponse(
+            text="".join(self._text),
+            calls=calls,
+            usage=self.usage,
+            stop_reason=stop,
+            raw_stop_reason=self._stop,
+            response_id=self._response_id,
+        )
+
+
+def _parses_as_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _finalise(call: AssembledCall) -> None:
+    raw = call.raw_arguments
+    if call.complete or (_parses_as_object(raw)):
+        call.final_arguments = raw
+        return
+    if not raw.strip():
+        call.final_arguments, call.repair = "{}", ""
+        return
+    repaired = repair_json(raw) if call._scanner.closed else None
+    if repaired is not None and _parses_as_object(repaired):
+        call.final_arguments, call.repair = repaired, "repaired"
+        return
+    completed = None if call._scanner.closed else complete_truncated(raw, call._scanner)
+    if completed is not None:
+        call.final_arguments, call.repair = completed, "truncated"
+        return
+    # Left as the model sent it: the turn's validation reports the parse
+    # error to the model, which is the most useful thing to do with it.
+    call.final_arguments, call.repair = raw, "unparsed"

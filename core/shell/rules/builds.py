@@ -1,0 +1,215 @@
+"""Builds, package managers and everyday file tools: ask, with their program-running options rejected. Pure."""
+
+from __future__ import annotations
+
+from core.shell.options import is_version_query, long_hit, short_hit
+from core.shell.programs import Handler, judge_inner
+from core.shell.verdict import ask_writes, H_SCRIPT, H_SEPARATE, J, allow, ask, rej
+
+
+_ASK_REASONS = {
+    "pytest": "runs the test suite (project code) and may change files",
+    "py.test": "runs the test suite (project code) and may change files",
+    "tox": "runs test environments (project code)",
+    "nox": "runs test sessions (project code)",
+    "make": "runs build recipes (arbitrary commands from the Makefile)",
+    "cmake": "configures or runs a build",
+    "ninja": "runs a build",
+    "meson": "configures or runs a build",
+    "bazel": "runs a build",
+    "gradle": "runs a build",
+    "mvn": "runs a build",
+    "cargo": "builds or runs Rust code",
+    "rustc": "compiles code",
+    "gcc": "compiles code",
+    "g++": "compiles code",
+    "cc": "compiles code",
+    "clang": "compiles code",
+    "clang++": "compiles code",
+    "javac": "compiles code",
+    "java": "runs a Java program",
+    "tsc": "compiles TypeScript",
+    "npm": "runs package scripts or installs packages",
+    "yarn": "runs package scripts or installs packages",
+    "pnpm": "runs package scripts or installs packages",
+    "npx": "runs a package binary (possibly downloaded)",
+    "bunx": "runs a package binary (possibly downloaded)",
+    "pip": "installs or changes Python packages",
+    "pip3": "installs or changes Python packages",
+    "pipx": "installs or runs Python applications",
+    "uv": "manages Python environments and packages",
+    "poetry": "manages a Python project",
+    "pipenv": "manages a Python environment",
+    "pdm": "manages a Python project",
+    "hatch": "manages a Python project",
+    "rye": "manages a Python project",
+    "conda": "manages environments and packages",
+    "bundle": "manages Ruby gems",
+    "gem": "installs Ruby gems",
+    "black": "may reformat files",
+    "ruff": "may change files (fix / format)",
+    "mypy": "runs a type checker (writes a cache)",
+    "pyright": "runs a type checker",
+    "flake8": "runs a linter",
+    "pylint": "runs a linter",
+    "isort": "may reorder imports in files",
+    "eslint": "runs a linter (may fix files)",
+    "prettier": "may reformat files",
+    "gofmt": "may reformat files",
+    "mkdir": "creates folders",
+    "touch": "creates files or changes their timestamps",
+    "cp": "copies files (may overwrite)",
+    "mv": "moves or renames files (may overwrite)",
+    "ln": "creates links",
+    "rmdir": "removes empty folders",
+    "install": "copies files and sets their modes",
+    "patch": "changes files",
+    "tee": "writes files",
+    "split": "writes files",
+    "tar": "creates or extracts archives",
+    "zip": "creates archives",
+    "unzip": "extracts archives (may overwrite)",
+    "gzip": "compresses files (replaces them)",
+    "gunzip": "decompresses files (replaces them)",
+    "xz": "compresses files (replaces them)",
+    "bzip2": "compresses files (replaces them)",
+    "zstd": "compresses files",
+    "docker": "controls containers",
+    "podman": "controls containers",
+    "kubectl": "controls a cluster",
+}
+# Programs that write the paths they are given: a path outside the workspace rejects.
+_FILE_WRITERS = frozenset(
+    "mkdir touch cp mv ln rmdir install patch tee split tar zip unzip gzip gunzip xz bzip2 zstd".split()
+)
+_VERSION_OK = frozenset(
+    "make cmake ninja meson gcc g++ cc clang clang++ javac java tsc npm yarn pnpm npx pip pip3 pipx "
+    "uv poetry pipenv pdm hatch rye conda bundle gem black ruff mypy pyright flake8 pylint isort "
+    "eslint prettier rustc cargo tar zip unzip gzip xz bzip2 zstd docker podman".split()
+)
+_ENV_RUNNERS = {
+    "uv": ("run",),
+    "poetry": ("run",),
+    "pipenv": ("run",),
+    "pdm": ("run",),
+    "hatch": ("run",),
+    "rye": ("run",),
+    "conda": ("run",),
+    "bundle": ("exec",),
+    "pipx": ("run",),
+}
+
+
+def _h_ask(name: str, args: list[str]) -> J:
+    lname = name.lower()
+    if is_version_query(args) and lname in _VERSION_OK:
+        return allow(f"`{name} {args[0]}` only prints its version")
+    runners = _ENV_RUNNERS.get(lname)
+    if runners and args and args[0] in runners:
+        return judge_inner(f"{name} {args[0]}", args[1:])
+    reason = f"`{name}` {_ASK_REASONS.get(lname, 'may change files or run code')}"
+    return ask_writes(reason) if lname in _FILE_WRITERS else ask(reason)
+
+
+def _h_make(name: str, args: list[str]) -> J:
+    for a in args:
+        if long_hit(a, ("eval",)) or a.startswith("-E") or short_hit(a, "E", "CfIjlowW"):
+            return rej("`make --eval` runs inline make code", H_SCRIPT)
+    return _h_ask(name, args)
+
+
+def _h_cargo(name: str, args: list[str]) -> J:
+    for a in args:
+        if a == "--config" or a.startswith("--config="):
+            return rej("`cargo --config` can set a runner or linker that runs programs",
+                        "drop --config; put settings in the project's .cargo/config.toml if needed")
+    if args in (["--list"],):
+        return allow("`cargo --list` only prints information")
+    return _h_ask(name, args)
+
+
+def _h_npm(name: str, args: list[str]) -> J:
+    for a in args:
+        if a in ("-c", "--call") or a.startswith("--call="):
+            return rej(f"`{name} {a}` runs an inline shell command", H_SEPARATE)
+    return _h_ask(name, args)
+
+
+def _h_go(name: str, args: list[str]) -> J:
+    for a in args:
+        nm = a.lstrip("-").split("=", 1)[0]
+        if a.startswith("-") and nm in ("exec", "toolexec", "vettool"):
+            return rej(f"`go -{nm}` runs another program", "drop the option")
+    if not args:
+        return allow("`go` only prints usage")
+    sub = args[0]
+    if sub in ("version", "help") or (sub == "env" and not any(a in ("-w", "-u") for a in args)):
+        return allow(f"`go {sub}` only prints information")
+    why = {
+        "test": "runs the tests (project code)",
+        "run": "compiles and runs a program",
+        "build": "compiles the project",
+        "generate": "runs commands written in source comments",
+        "get": "downloads and installs modules",
+        "install": "compiles and installs",
+        "mod": "manages modules (may download)",
+    }.get(sub, "may change files or run code")
+    return ask(f"`go {sub}` {why}")
+
+
+def _h_tar(name: str, args: list[str]) -> J:
+    danger = ("to-command", "checkpoint-action", "use-compress-program", "rsh-command", "info-script",
+              "new-volume-script", "rmt-command")
+    safe = frozenset(["checkpoint", "to-stdout"])
+    for k, a in enumerate(args):
+        hit = long_hit(a, danger, safe)
+        if hit:
+            return rej(f"`tar --{hit}` runs another program", "drop the option; tar compresses with -z / -j / -J itself")
+        if a.startswith("-") and not a.startswith("--"):
+            letters = a[1:]
+        elif k == 0 and not a.startswith("-"):
+            letters = a  # old-style option cluster: `tar xIf ...`
+        else:
+            continue
+        for c in letters:
+            if c in "IF":
+                return rej(f"`tar -{c}` runs another program", "drop the option; tar compresses with -z / -j / -J itself")
+            if c in "fCbgKLNTVX":
+                break
+    for a in args:
+        if a.startswith("--file="):
+            a = a[7:]
+        if ":" in a and not a.startswith("-") and "--force-local" not in args:
+            return rej(f"`tar` archive `{a}` names a remote host (runs rsh/ssh)",
+                        "use a local archive path without ':' (or add --force-local)")
+    return _h_ask(name, args)
+
+
+def _h_zip(name: str, args: list[str]) -> J:
+    for a in args:
+        if (a.startswith("-") and not a.startswith("--") and "TT" in a) or long_hit(a, ("unzip-command",)):
+            return rej("`zip -TT / --unzip-command` runs another program", "drop the option")
+    return _h_ask(name, args)
+
+HANDLERS: dict[str, Handler] = dict.fromkeys(_ASK_REASONS, _h_ask)
+HANDLERS.update({
+    "make": _h_make, "gmake": _h_make, "cargo": _h_cargo, "npm": _h_npm, "npx": _h_npm, "pnpm": _h_npm,
+    "yarn": _h_npm, "go": _h_go, "tar": _h_tar, "zip": _h_zip,
+})
+
+# (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
+CASES: list[tuple[str, str, str | None]] = [
+    ("pytest -q", "ask", "test suite"),
+    ("make -j4 test", "ask", "build recipes"),
+    ("make -E 'x: ; id'", "reject", "inline make code"),
+    ("cargo --config 'target.x.runner=\"sh\"' run", "reject", "runner"),
+    ("npx -c id", "reject", "inline shell"),
+    ("go test -exec ./x ./...", "reject", "runs another program"),
+    ("go version", "ask", "toolchain"),
+    ("tar -I id -cf x.tar .", "reject", "runs another program"),
+    ("tar -cf host:x.tar .", "reject", "remote host"),
+    ("zip -TT 'sh -c id' a.zip f", "reject", "runs another program"),
+    ("uv run rm -rf x", "ask+destructive", "deletes files"),
+    ("uv run rm -rf /", "reject", "outside the workspace"),
+    ("pip install requests", "ask", None),
+]

@@ -1,0 +1,307 @@
+"""Interpreters and shells: scripts and inline code ask (both run code a human
+approves), shells with options and code from stdin or a URL reject. Pure.
+
+Inline code (``python3 -c``, ``node -e``, ``perl -e`` ...) is no more powerful
+than a script the agent writes and runs, so it asks like a script (issue 12;
+reviewers label it so). Shell code (``bash -c``) stays rejected: it would hide
+a whole command line from the validator's rules.
+"""
+
+from __future__ import annotations
+
+from core.shell.options import is_version_query
+from core.shell.programs import Handler, judge_inner
+from core.shell.verdict import H_NETWORK, H_SCRIPT, J, allow, ask, rej
+
+
+INTERACTIVE_INTERP = "starts an interactive interpreter (there is no terminal)"
+
+
+def _h_python(name: str, args: list[str]) -> J:
+    if not args:
+        return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
+    if args in (["--version"], ["-V"], ["-VV"], ["--help"], ["-h"]):
+        return allow(f"`{name} {args[0]}` only prints information")
+    i, n = 0, len(args)
+    while i < n:
+        a = args[i]
+        i += 1
+        if a == "-":
+            return rej(f"`{name} -` reads a program from stdin (inline code)", H_SCRIPT)
+        if a == "--":
+            break
+        if a.startswith("--"):
+            if a in ("--check-hash-based-pycs",):
+                i += 1
+                continue
+            if a.startswith("--check-hash-based-pycs=") or a in ("--version", "--help", "--help-env",
+                                                                  "--help-xoptions", "--help-all"):
+                continue
+            return ask(f"`{name}` with option `{a}`")
+        if a.startswith("-") and len(a) > 1:
+            j = 1
+            while j < len(a):
+                c = a[j]
+                if c == "c":
+                    return ask(f"`{name} -c` runs inline code")
+                if c in "WX":
+                    if j == len(a) - 1:
+                        i += 1
+                    break
+                if c == "m":
+                    mod = a[j + 1 :] or (args[i] if i < n else "")
+                    return _python_module(name, mod)
+                if c in "bBdEhiIOPqsSuvVxR":
+                    j += 1
+                    continue
+                return ask(f"`{name}` with option `{a}`")
+            continue
+        if "runserver" in args[i:]:
+            return rej(f"`{name} {a} runserver` starts a long-running server, which would only end at the timeout",
+                       "start servers outside the agent, or ask the user to")
+        return ask(f"`{name} {a}` runs a Python program")
+    if i < n:
+        return ask(f"`{name} {args[i]}` runs a Python program")
+    return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
+
+
+_PY_MODULE_REASONS = {
+    "pytest": "runs the test suite (project code) and may change files",
+    "unittest": "runs the test suite (project code) and may change files",
+    "pip": "installs or changes packages",
+    "venv": "creates a virtual environment",
+}
+
+
+_PY_SERVERS = frozenset("http.server SimpleHTTPServer CGIHTTPServer smtpd aiosmtpd xmlrpc.server jupyter notebook".split())
+
+
+def _python_module(name: str, mod: str) -> J:
+    if not mod:
+        return rej(f"`{name} -m` without a module", "name the module to run (e.g. `python3 -m pytest`)")
+    if mod in _PY_SERVERS:
+        return rej(f"`{name} -m {mod}` starts a long-running server, which would only end at the timeout",
+                   "start servers outside the agent, or ask the user to")
+    why = _PY_MODULE_REASONS.get(mod, "runs a Python module")
+    return ask(f"`{name} -m {mod}` {why}")
+
+
+def _cluster_scan(name: str, args: list[str], code: str, stop: str, what: str) -> J | None:
+    """Reject if any short-option cluster (before the first non-option word)
+    contains a letter of ``code`` before a value-taking letter of ``stop``."""
+    for a in args:
+        if a == "--" or not a.startswith("-") or a == "-":
+            break
+        if a.startswith("--"):
+            continue
+        for c in a[1:]:
+            if c in code:
+                return ask(f"`{name} -{c}` runs inline code ({what})")
+            if c in stop:
+                break
+    return None
+
+
+def _first_operand(args: list[str], value_opts: frozenset[str] = frozenset()) -> str | None:
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args[i + 1] if i + 1 < len(args) else None
+        if a.startswith("-") and a != "-":
+            i += 2 if a in value_opts else 1
+            continue
+        return a
+    return None
+
+
+def _h_perl(name: str, args: list[str]) -> J:
+    if is_version_query(args) and args[0] != "-V":
+        return allow(f"`{name} {args[0]}` only prints its version")
+    bad = _cluster_scan(name, args, "eEMmd", "iIxlF0CD", "perl")
+    if bad:
+        return bad
+    if any(a.startswith(("--eval",)) for a in args):
+        return ask(f"`{name}` runs inline code")
+    op = _first_operand(args)
+    if op is None or op == "-":
+        return rej(f"`{name}` without a script reads the program from stdin {INTERACTIVE_INTERP}", H_SCRIPT)
+    return ask(f"`{name} {op}` runs a Perl program")
+
+
+def _h_ruby(name: str, args: list[str]) -> J:
+    if is_version_query(args):
+        return allow(f"`{name} {args[0]}` only prints its version")
+    bad = _cluster_scan(name, args, "e", "rICEFKTWx0", "ruby")
+    if bad:
+        return bad
+    op = _first_operand(args, frozenset(["-r", "-I", "-C", "-E"]))
+    if op is None or op == "-":
+        return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
+    return ask(f"`{name} {op}` runs a Ruby program")
+
+
+_NODE_CODE_LONG = ("eval", "print")
+
+
+def _h_node(name: str, args: list[str]) -> J:
+    if args in (["--version"], ["-v"], ["--help"], ["-h"]):
+        return allow(f"`{name} {args[0]}` only prints information")
+    for k, a in enumerate(args):
+        if a == "--" or not a.startswith("-"):
+            break
+        if a.startswith("--"):
+            nm = a[2:].split("=", 1)[0]
+            if nm in _NODE_CODE_LONG:
+                return ask(f"`{name} --{nm}` runs inline code")
+            if nm in ("interactive",):
+                return rej(f"`{name} -i` {INTERACTIVE_INTERP}", H_SCRIPT)
+            if nm in ("require", "import", "loader", "experimental-loader"):
+                val = a.split("=", 1)[1] if "=" in a else (args[k + 1] if k + 1 < len(args) else "")
+                if ":" in val:
+                    return rej(f"`{name} --{nm} {val}` loads code from a URL (inline code)", H_SCRIPT)
+            continue
+        if any(c in "ep" for c in a[1:]):
+            return ask(f"`{name} {a}` runs inline code")
+        if a == "-i":
+            return rej(f"`{name} -i` {INTERACTIVE_INTERP}", H_SCRIPT)
+        if a == "-r" and k + 1 < len(args) and ":" in args[k + 1]:
+            return rej(f"`{name} -r {args[k + 1]}` loads code from a URL (inline code)", H_SCRIPT)
+    op = _first_operand(args, frozenset(["-r", "--require", "--import", "--loader", "-C", "--conditions"]))
+    if op is None or op == "-":
+        return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
+    return ask(f"`{name} {op}` runs a JavaScript program")
+
+
+def _h_deno(name: str, args: list[str]) -> J:
+    if is_version_query(args) or args == ["version"]:
+        return allow(f"`{name} {args[0]}` only prints its version")
+    sub = next((a for a in args if not a.startswith("-")), None)
+    if sub is None or sub == "repl":
+        return rej(f"`{name}` without a subcommand {INTERACTIVE_INTERP}", H_SCRIPT)
+    if sub == "eval":
+        return ask(f"`{name} eval` runs inline code")
+    if any(a.startswith(("data:", "http:", "https:")) for a in args):
+        return rej(f"`{name}` with a URL runs code fetched from the network or inline", H_NETWORK)
+    return ask(f"`{name} {sub}` runs project code")
+
+
+def _h_bun(name: str, args: list[str]) -> J:
+    if is_version_query(args):
+        return allow(f"`{name} {args[0]}` only prints its version")
+    for a in args:
+        if a in ("-e", "-p", "--eval", "--print") or a.startswith(("--eval=", "--print=")):
+            return ask(f"`{name} {a}` runs inline code")
+    if not args or args[0] == "repl":
+        return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
+    if args[0] in ("x",):
+        return judge_inner(name + " x", args[1:])
+    return ask(f"`{name} {args[0]}` runs project code or installs packages")
+
+
+def _h_php(name: str, args: list[str]) -> J:
+    if is_version_query(args):
+        return allow(f"`{name} {args[0]}` only prints its version")
+    bad = _cluster_scan(name, args, "rRBEa", "dcfnzFtS", "php")
+    if bad:
+        return bad
+    if "-S" in args:
+        return rej(f"`{name} -S` starts a long-running web server", "start servers outside the agent, or ask the user to")
+    op = _first_operand(args, frozenset(["-d", "-c", "-f", "-z", "-t", "-S"]))
+    if op is None and "-S" not in args and "-f" not in args:
+        return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
+    return ask(f"`{name}` runs a PHP program")
+
+
+def _h_lua(name: str, args: list[str]) -> J:
+    if is_version_query(args):
+        return allow(f"`{name} {args[0]}` only prints its version")
+    bad = _cluster_scan(name, args, "ei", "l", "lua")
+    if bad:
+        return bad
+    op = _first_operand(args, frozenset(["-l"]))
+    if op is None or op == "-":
+        return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
+    return ask(f"`{name} {op}` runs a Lua program")
+
+
+def _h_rscript(name: str, args: list[str]) -> J:
+    for a in args:
+        if a == "-e" or a.startswith(("--expr", "-e")):
+            return ask(f"`{name} -e` runs inline code")
+    if name.lower() == "r" and not any(not a.startswith("-") for a in args):
+        return rej(f"`{name}` {INTERACTIVE_INTERP}", H_SCRIPT)
+    return ask(f"`{name}` runs an R program")
+
+
+def _h_osascript(name: str, args: list[str]) -> J:
+    return rej(f"`{name}` runs AppleScript / JavaScript code, often inline", H_SCRIPT)
+
+
+def _h_shell(name: str, args: list[str]) -> J:
+    if not args:
+        return rej(f"`{name}` without a script starts an interactive shell", "run the command directly, without a shell")
+    first = args[0]
+    if first.startswith(("-", "+")):
+        if first == "--version" and len(args) == 1:
+            return allow(f"`{name} --version` only prints its version")
+        return rej(
+            f"`{name} {first}`: a shell with options (such as -c) runs inline code",
+            "run the command directly as its own bash call, or write a script with write_file and "
+            f"run `{name} script.sh`",
+        )
+    return ask(f"`{name} {first}` runs a shell script")
+
+
+def _h_tclsh(name: str, args: list[str]) -> J:
+    if not args:
+        return rej(f"`{name}` {INTERACTIVE_INTERP}", H_SCRIPT)
+    if args[0].startswith("-"):
+        return rej(f"`{name} {args[0]}`: interpreter options may run inline code", H_SCRIPT)
+    return ask(f"`{name} {args[0]}` runs a Tcl program")
+
+
+def _h_sqlite(name: str, args: list[str]) -> J:
+    for a in args:
+        if a.startswith(("-cmd", "--cmd")):
+            return rej(f"`{name} -cmd` runs dot-commands, which can start shell commands", H_SCRIPT)
+    pos = [a for a in args if not a.startswith("-")]
+    if any(p.lstrip().startswith(".") for p in pos[1:]):
+        return rej(
+            f"`{name}` dot-commands (e.g. .shell, .system, .output) can run programs or write files",
+            "pass plain SQL only",
+        )
+    if len(pos) <= 1:
+        return rej(f"`{name}` without SQL {INTERACTIVE_INTERP}", "pass the database file and the SQL as arguments")
+    return ask(f"`{name}` runs SQL that may change the database")
+
+HANDLERS: dict[str, Handler] = {
+    "python": _h_python, "pypy": _h_python, "pypy3": _h_python, "perl": _h_perl, "ruby": _h_ruby,
+    "node": _h_node, "nodejs": _h_node, "deno": _h_deno, "bun": _h_bun, "php": _h_php, "lua": _h_lua,
+    "luajit": _h_lua, "rscript": _h_rscript, "r": _h_rscript, "osascript": _h_osascript, "tclsh": _h_tclsh,
+    "wish": _h_tclsh, "sqlite3": _h_sqlite,
+}
+HANDLERS.update(dict.fromkeys(
+    "sh bash zsh dash ksh mksh fish csh tcsh ash rbash yash posh pwsh powershell xonsh elvish nu".split(), _h_shell
+))
+
+# (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
+CASES: list[tuple[str, str, str | None]] = [
+    ("python3 -c 'print(1)'", "ask", "inline code"),
+    ("python3 -Ic x", "ask", "inline code"),
+    ("python3 script.py", "ask", "runs a python program"),
+    ("python3 -m pytest -q", "ask", "test suite"),
+    ("python3 -m http.server", "reject", "long-running server"),
+    ("python3 -m http.server 8000 --bind 127.0.0.1", "reject", "long-running server"),
+    ("python manage.py runserver", "reject", "long-running server"),
+    ("php -S localhost:8000", "reject", "long-running"),
+    ("python3 --version", "ask", "toolchain"),
+    ("perl -ne 'print' f", "ask", "inline code"),
+    ("node -pe 1", "ask", "inline code"),
+    ("node --import data:text/javascript,1 x.js", "reject", "URL"),
+    ("deno run https://e/x.ts", "reject", "network"),
+    ("node server.js", "ask", None),
+    ("bash -lc id", "reject", "inline code"),
+    ("bash scripts/build.sh", "ask", "shell script"),
+    ("sqlite3 db '.shell id'", "reject", "dot-commands"),
+]

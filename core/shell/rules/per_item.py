@@ -1,0 +1,133 @@
+"""``find -exec`` and ``xargs``: a command run once per input, judged as that command. Pure.
+
+* ``find ROOTS ... -exec CMD ARGS {} ;`` (or ``+``, ``-execdir``): ``CMD ARGS {}``
+  is judged like any command (``{}`` stands for a found path, which starts
+  with a search root, so it never becomes an option); the find is as strict
+  as its inner command. ``-ok`` / ``-okdir`` prompt on a terminal: reject.
+* ``xargs [OPTIONS] CMD ARGS``: the words read from stdin are appended (or
+  put where ``-I`` says) and can be anything, options included, so the inner
+  command is ``allow`` only for programs that no option can make write or
+  run code (grep, wc, head, cat, ls ...); otherwise at least ``ask``.
+"""
+
+from __future__ import annotations
+
+from core.shell.options import long_hit
+from core.shell.programs import Handler, judge
+from core.shell.verdict import H_INTERACTIVE, RANK, J, allow, ask, rej
+
+_FIND_EXEC = frozenset(["-exec", "-execdir"])
+# No option of these programs writes, runs code or never ends.
+_ANY_ARGS_SAFE = frozenset(
+    "grep egrep fgrep wc head cat ls file stat basename dirname realpath readlink du md5sum sha1sum "
+    "sha256sum echo".split()
+)
+_XARGS_FLAGS = frozenset("-0 -r -t -x --null --no-run-if-empty --verbose --exit".split())
+_XARGS_VALUED = frozenset("-n -L -s -P -d -E -a --max-args --max-lines --max-procs --delimiter --max-chars --eof "
+                          "--arg-file".split())
+
+
+def _inner(outer: str, argv: list[str]) -> J:
+    if not argv:
+        return rej(f"`{outer}` without a command", "name the command to run")
+    _, j, _ = judge(tuple(argv))
+    if j.verdict == "reject":
+        return rej(f"`{outer}` runs `{argv[0]}`, which is not allowed: {j.reason}", j.hint or "run it on its own")
+    return J(j.verdict, f"`{outer}` runs `{' '.join(argv[:3])}` for each input: {j.reason}", None, j.destructive, j.writes)
+
+
+def find_exec(args: list[str]) -> J | None:
+    """The strictest of the ``-exec`` commands of a find, or None when there is none."""
+    worst: J | None = None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a in ("-ok", "-okdir"):
+            return rej(f"`find {a}` asks on a terminal for every file", H_INTERACTIVE)
+        if a not in _FIND_EXEC:
+            continue
+        end = next((k for k in range(i, len(args)) if args[k] in (";", "+")), None)
+        if end is None:
+            return rej(f"`find {a}` without a closing `;` or `+`", "end the command with \\; or +")
+        # `{}` stands for paths under the search roots: judge the command on each root
+        for root in _roots(args):
+            j = _inner(f"find {a}", [root if w == "{}" else w for w in args[i:end]])
+            if j.verdict == "reject":
+                return j
+            if worst is None or (RANK[j.verdict], j.destructive) > (RANK[worst.verdict], worst.destructive):
+                worst = j
+        i = end + 1
+    return worst
+
+
+def _roots(args: list[str]) -> list[str]:
+    """find's starting points: the words before the first option or predicate."""
+    roots = []
+    for a in args:
+        if a.startswith("-") or a in ("(", "!", ","):
+            break
+        roots.append(a)
+    return roots or ["."]
+
+
+def _h_xargs(name: str, args: list[str]) -> J:
+    i, replace = 0, False
+    while i < len(args) and args[i].startswith("-") and args[i] != "-":
+        a = args[i]
+        i += 1
+        if a == "--":
+            break
+        if a in ("-p", "--interactive") or long_hit(a, ("interactive",)):
+            return rej("`xargs -p` asks on a terminal", H_INTERACTIVE)
+        if a == "-I" or a.startswith(("-i", "--replace")):
+            replace = True
+            i += 1 if a == "-I" else 0
+        elif a in _XARGS_VALUED:
+            i += 1
+        elif a.split("=", 1)[0] in _XARGS_VALUED or (a[:2] in _XARGS_VALUED and len(a) > 2):
+            continue
+        elif a not in _XARGS_FLAGS:
+            return ask(f"`xargs` with option `{a}`, which is not on the known option list")
+    inner = args[i:]
+    if not inner:
+        return allow("`xargs` without a command only echoes its input")
+    j = _inner("xargs", inner)
+    if j.verdict != "reject" and j.writes:
+        return rej(
+            f"`xargs {inner[0]}` would change files named on stdin, which may lie outside the workspace",
+            "list the files first, then pass them to the command as arguments",
+        )
+    if j.verdict == "allow" and (replace or inner[0] not in _ANY_ARGS_SAFE):
+        return ask(f"{j.reason}; but the words read from stdin may change what `{inner[0]}` does")
+    return j
+
+
+HANDLERS: dict[str, Handler] = {"xargs": _h_xargs}
+
+# (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
+CASES: list[tuple[str, str, str | None]] = [
+    ("find . -name '*.py' -exec grep -l X '{}' ';'", "allow", "for each input"),
+    ("find src -type f -exec grep -l X {} +", "allow", None),
+    ("find . -name '*.py' -exec grep -l X {} \\; | head -5", "allow", None),
+    ("find . -exec rm '{}' ';'", "ask+destructive", "deletes"),
+    ("find . -execdir sh -c id ';'", "reject", "inline code"),
+    ("find . -exec sudo rm {} \\;", "reject", "privilege"),
+    ("find . -ok rm '{}' ';'", "reject", "terminal"),
+    ("find . -exec grep x", "reject", "closing"),
+    ("find . -exec python3 {} ';'", "ask", None),
+    ("find . -name '*.py' | xargs grep -l 'class Field' | head -20", "allow", None),
+    ("find . -name '*.py' -print0 | xargs -0 wc -l", "allow", None),
+    ("cat list.txt | xargs rm", "reject", "named on stdin"),
+    ("find /etc -name x -exec rm {} \\;", "reject", "outside the workspace"),
+    ("find . ../other -exec chmod -R 777 {} +", "reject", "outside the workspace"),
+    ("find src -name '*.pyc' -exec rm {} +", "ask+destructive", None),
+    ("xargs sh -c id", "reject", "inline code"),
+    ("xargs -0 -n1 sh -c id", "reject", "inline code"),
+    ("cat f | xargs sed -n 1p", "ask", "stdin"),
+    ("cat f | xargs -I {} grep {} x", "ask", "stdin"),
+    ("xargs -p rm", "reject", "terminal"),
+    ("xargs", "allow", "echoes"),
+    ("xargs rm -rf /", "reject", "outside the workspace"),
+    ("xargs touch", "reject", "named on stdin"),
+]

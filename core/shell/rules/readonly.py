@@ -1,0 +1,340 @@
+"""Read-only tools (ls, cat, grep, find, ...): allowed with known options. Pure."""
+
+from __future__ import annotations
+
+import re
+
+from core.shell.options import Opts, generic_allow, long_hit, opts, scan, short_hit
+from core.shell.rules.per_item import find_exec
+from core.shell.programs import Handler, family
+from core.shell.verdict import RANK, ask_writes, H_DELETE, H_SYSTEM, J, allow, ask, rej
+
+
+READONLY_OPTS: dict[str, Opts] = {
+    "ls": opts(
+        "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvwxXZ1", "ITw",
+        "all almost-all author escape ignore-backups classify file-type full-time "
+        "group-directories-first no-group human-readable si dereference-command-line "
+        "dereference-command-line-symlink-to-dir hyperlink inode kibibytes literal numeric-uid-gid "
+        "quote-name reverse recursive size context zero color dereference directory indicator-style "
+        "quoting-style sort time time-style format width tabsize block-size hide ignore",
+        "block-size hide ignore indicator-style quoting-style sort time time-style format width tabsize",
+    ),
+    "cat": opts(
+        "AbeEnstTuv", "",
+        "show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting",
+    ),
+    "head": opts("qvz", "cn", "quiet silent verbose zero-terminated", "bytes lines", numeric=True),
+    "tail": opts(
+        "qvz", "cns", "quiet silent verbose zero-terminated retry",
+        "bytes lines sleep-interval pid max-unchanged-stats", numeric=True,
+    ),
+    "wc": opts("clmwL", "", "bytes chars lines words max-line-length total zero-terminated", "files0-from"),
+    "pwd": opts("LP", "", "logical physical"),
+    "stat": opts("LftZ", "c", "dereference file-system terse cached", "format printf"),
+    "file": opts(
+        "bcdEhiklLNnrsS0v", "mefFP",
+        "brief checking-printout debug dereference no-dereference mime mime-type mime-encoding "
+        "keep-going list no-pad no-buffer raw special-files extension apple print0",
+        "separator exclude exclude-quiet files-from magic-file parameter",
+    ),
+    "du": opts(
+        "0abcDhHklLmsSxP", "BdtX",
+        "null all apparent-size bytes total dereference-args human-readable inodes dereference "
+        "count-links no-dereference separate-dirs si summarize one-file-system time",
+        "block-size max-depth threshold exclude-from exclude files0-from time-style",
+    ),
+    "df": opts(
+        "ahHiklPTv", "Btx",
+        "all human-readable inodes local no-sync portability print-type sync total si output",
+        "block-size type exclude-type",
+    ),
+    "tree": opts(
+        "adlfxpugshDFqNQrtcvUnCASiJX", "LPIHT",
+        "gitignore noreport prune dirsfirst filesfirst du si inodes device fromfile matchdirs "
+        "ignore-case metafirst info",
+        "filelimit timefmt sort charset gitfile infofile hintro houtro",
+    ),
+    "diff": opts(
+        "abBcdeEfinNpqrstTuwyZ", "DFIxXSW",
+        "normal brief report-identical-files context unified ed rcs side-by-side expand-tabs "
+        "initial-tab suppress-common-lines show-c-function new-file unidirectional-new-file "
+        "ignore-case ignore-file-name-case no-ignore-file-name-case ignore-tab-expansion "
+        "ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines text "
+        "strip-trailing-cr recursive minimal speed-large-files color no-dereference left-column "
+        "suppress-blank-empty",
+        "width show-function-line label exclude exclude-from starting-file from-file to-file "
+        "horizon-lines palette ignore-matching-lines line-format old-line-format new-line-format "
+        "unchanged-line-format old-group-format new-group-format changed-group-format "
+        "unchanged-group-format tabsize ifdef",
+        short_opt="CU",
+    ),
+    "cmp": opts("bls", "in", "print-bytes verbose quiet silent", "ignore-initial bytes"),
+    "which": opts("as", "", "all skip-dot skip-tilde show-dot show-tilde"),
+    "uname": opts(
+        "asnrvmpio", "",
+        "all kernel-name nodename kernel-release kernel-version machine processor "
+        "hardware-platform operating-system",
+    ),
+    "whoami": opts(),
+    "id": opts("agGnruzZ", "", "context group groups name real user zero"),
+    "groups": opts(),
+    "nproc": opts("", "", "all", "ignore"),
+    "arch": opts(),
+    "true": opts(),
+    "false": opts(),
+    "basename": opts("az", "s", "multiple zero", "suffix"),
+    "dirname": opts("z", "", "zero"),
+    "realpath": opts(
+        "eLmPqsz", "",
+        "canonicalize-existing canonicalize-missing logical physical quiet strip no-symlinks zero",
+        "relative-to relative-base",
+    ),
+    "readlink": opts(
+        "efmnqsvz", "",
+        "canonicalize canonicalize-existing canonicalize-missing no-newline quiet silent verbose zero",
+    ),
+    "grep": opts(
+        "abcEFGhHiIlLnoPqrRsTUvVwxyzZ", "ABCdDefm",
+        "basic-regexp extended-regexp fixed-strings perl-regexp ignore-case no-ignore-case "
+        "word-regexp line-regexp null-data no-messages invert-match byte-offset line-number "
+        "line-buffered with-filename no-filename only-matching quiet silent text recursive "
+        "dereference-recursive files-without-match files-with-matches count initial-tab null "
+        "color colour binary",
+        "after-context before-context context regexp file max-count label binary-files directories "
+        "devices include exclude exclude-from exclude-dir",
+        numeric=True,
+    ),
+    "rg": opts(
+        "iSswxvnNlcuFoLUPaHIbpqhVz0.", "ABCegtTfjmMrEd",
+        "hidden no-ignore files files-with-matches files-without-match count count-matches follow "
+        "json vimgrep heading no-heading column no-column line-number no-line-number smart-case "
+        "ignore-case case-sensitive fixed-strings word-regexp line-regexp invert-match multiline "
+        "multiline-dotall pcre2 only-matching passthru passthrough stats trim null no-messages quiet "
+        "no-ignore-vcs no-ignore-parent no-ignore-dot no-ignore-global no-ignore-exclude "
+        "no-ignore-files no-ignore-messages text binary crlf debug trace no-config "
+        "with-filename no-filename byte-offset unrestricted one-file-system "
+        "glob-case-insensitive no-unicode pretty mmap no-mmap unicode no-require-git line-buffered "
+        "block-buffered type-list no-pcre2-unicode auto-hybrid-regex max-columns-preview "
+        "no-crlf no-multiline no-text no-binary no-follow no-hidden sort-files files0 "
+        "include-zero no-include-zero invert-match no-invert-match no-stats no-trim null-data "
+        "search-zip no-search-zip no-context-separator no-pre",
+        "after-context before-context context regexp glob iglob type type-not type-add type-clear "
+        "file max-count max-depth maxdepth max-filesize threads color colors encoding engine replace "
+        "sort sortr path-separator max-columns ignore-file field-match-separator "
+        "field-context-separator context-separator dfa-size-limit regex-size-limit pre-glob "
+        "generate",
+    ),
+    "sort": opts(
+        "bdfgiMhnRrVcCsuzm", "kotTS",
+        "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort ignore-nonprinting "
+        "month-sort human-numeric-sort numeric-sort random-sort reverse version-sort check merge "
+        "stable unique zero-terminated debug parallel batch-size random-source sort",
+        "key field-separator buffer-size temporary-directory files0-from output",
+    ),
+    "uniq": opts("cdDiuz", "fsw", "count repeated all-repeated ignore-case unique zero-terminated group",
+               "skip-fields skip-chars check-chars"),
+    "date": opts("uR", "dfrI", "utc universal rfc-2822 rfc-email debug iso-8601 rfc-3339 resolution",
+               "date file reference"),
+    "cut": opts("nszw", "bcdf", "complement only-delimited zero-terminated",
+              "bytes characters delimiter fields output-delimiter"),
+    "sha256sum": opts("bctwz", "", "binary check tag text zero ignore-missing quiet status strict warn"),
+    "printenv": opts("0", "", "null"),
+    "od": opts("bcdfilosvx", "AjNtwS", "output-duplicates traditional endian",
+             "address-radix skip-bytes read-bytes format strings width"),
+    "hexdump": opts("bcCdovx", "efns"),
+    "strings": opts("afw", "nteTo", "all print-file-name include-all-whitespace",
+                  "bytes radix encoding target output-separator unicode"),
+    "tac": opts("br", "s", "before regex", "separator"),
+    "rev": opts(),
+    "nl": opts("p", "bdfhilnsvw",
+             "no-renumber", "body-numbering section-delimiter footer-numbering header-numbering "
+             "line-increment join-blank-lines number-format number-separator starting-line-number "
+             "number-width"),
+}
+READONLY_OPTS.update(
+    dict.fromkeys(("md5sum", "sha1sum", "sha224sum", "sha384sum", "sha512sum", "b2sum"), READONLY_OPTS["sha256sum"])
+)
+READONLY_OPTS.update(dict.fromkeys(("egrep", "fgrep"), READONLY_OPTS["grep"]))
+
+_READONLY_WHAT = "only reads (read-only list)"
+
+
+def _h_readonly(name: str, args: list[str]) -> J:
+    return generic_allow(name, args, READONLY_OPTS[family(name.lower())], _READONLY_WHAT)
+
+
+def _h_echo(name: str, args: list[str]) -> J:
+    return allow(f"`{name}` only prints its arguments")
+
+
+def _h_printf(name: str, args: list[str]) -> J:
+    if args and (args[0] == "-v" or args[0].startswith("-v")):
+        return rej(
+            "`printf -v` assigns a shell variable (and evaluates array subscripts)",
+            "print the value instead (`printf '%s' VALUE`); variables do not persist between calls",
+        )
+    return allow(f"`{name}` only prints its arguments")
+
+
+def _h_test(name: str, args: list[str]) -> J:
+    for a in args:
+        if a in ("-v", "-R"):
+            return rej(
+                f"`{name} {a}` tests shell variables and evaluates array subscripts (code hidden in words)",
+                "there are no shell variables here; test files directly (e.g. `test -f path`)",
+            )
+    if name == "[" and (not args or args[-1] != "]"):
+        return ask("`[` without a closing `]`")
+    return allow(f"`{name}` only checks a condition")
+
+
+def _h_cat(name: str, args: list[str]) -> J:
+    # No file: reads stdin, which the executor connects to /dev/null -> ends at once.
+    return generic_allow(name, args, READONLY_OPTS["cat"], _READONLY_WHAT)
+
+
+def _h_tail(name: str, args: list[str]) -> J:
+    for a in args:
+        if (
+            long_hit(a, ("follow",))
+            or short_hit(a, "fF", "cns")
+            or (a[:1] in "-+" and a[1:2].isdigit() and a.rstrip("bcl").endswith("f"))
+        ):
+            return rej(
+                f"`tail {a}` follows the file and never ends",
+                "read the end once with `tail -n 100 FILE`, or use the read_file tool with an offset",
+            )
+    return _h_readonly(name, args)
+
+
+def _h_sort(name: str, args: list[str]) -> J:
+    for a in args:
+        if long_hit(a, ("compress-program",)):
+            return rej(
+                "`sort --compress-program` runs another program",
+                "drop --compress-program",
+            )
+    for a in args:
+        if long_hit(a, ("output",)) or short_hit(a, "o", "ktTS"):
+            return ask_writes("`sort -o` writes a file")
+    return _h_readonly(name, args)
+
+
+def _h_uniq(name: str, args: list[str]) -> J:
+    bad, pos = scan(args, READONLY_OPTS["uniq"])
+    if bad is None and len(pos) > 1:
+        return ask("`uniq INPUT OUTPUT` writes the output file")
+    return _h_readonly(name, args)
+
+
+def _h_date(name: str, args: list[str]) -> J:
+    for a in args:
+        if long_hit(a, ("set",)) or short_hit(a, "s", "dfrI"):
+            return rej("`date -s/--set` changes the system clock", H_SYSTEM)
+    bad, pos = scan(args, READONLY_OPTS["date"])
+    if bad is None and any(not p.startswith("+") for p in pos):
+        return ask("`date` with an argument that is not a +FORMAT may set the clock")
+    return _h_readonly(name, args)
+
+
+def _h_rg(name: str, args: list[str]) -> J:
+    for a in args:
+        hit = long_hit(a, ("pre", "hostname-bin"))
+        if hit:
+            return rej(f"`rg --{hit}` runs another program", "drop the option; rg can search plain files itself")
+    for a in args:
+        if long_hit(a, ("search-zip",)) or short_hit(a, "z", "ABCegtTfjmMrEd"):
+            return ask("`rg --search-zip` runs decompression programs")
+    return _h_readonly(name, args)
+
+
+_FIND_REJECT = frozenset("-delete -fprint -fprint0 -fprintf -fls".split())
+_FIND_FLAGS = frozenset(
+    "-print -print0 -ls -prune -quit -true -false -empty -readable -writable -executable -nouser "
+    "-nogroup -depth -mount -xdev -noleaf -daystart -follow -ignore_readdir_race "
+    "-noignore_readdir_race -not -a -o -and -or ! ( ) , -L -H -P -warn -nowarn -O0 -O1 -O2 -O3".split()
+)
+_FIND_ARG = frozenset(
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -regextype -lname -ilname "
+    "-type -xtype -maxdepth -mindepth -mtime -mmin -atime -amin -ctime -cmin -size -newer -anewer "
+    "-cnewer -perm -user -group -uid -gid -links -inum -samefile -fstype -used -printf "
+    "-files0-from -D -context".split()
+)
+_FIND_NEWERXY = re.compile(r"-newer[aBcmt][aBcmt]")
+
+
+def _h_find(name: str, args: list[str]) -> J:
+    inner = find_exec(args)
+    if inner is not None and inner.verdict == "reject":
+        return inner
+    own = _find_predicates(_without_exec(args))
+    if inner is None or RANK[own.verdict] > RANK[inner.verdict]:
+        return own
+    return inner
+
+
+def _without_exec(args: list[str]) -> list[str]:
+    out, skipping = [], False
+    for a in args:
+        if skipping:
+            skipping = a not in (";", "+")
+        elif a in ("-exec", "-execdir"):
+            skipping = True
+        else:
+            out.append(a)
+    return out
+
+
+def _find_predicates(args: list[str]) -> J:
+    for a in args:
+        if a in _FIND_REJECT:
+            if a == "-delete":
+                return rej("`find -delete` deletes files", H_DELETE)
+            if a.startswith("-f"):
+                return rej(f"`find {a}` writes a file", "let find print to its output (`-print`), which is returned to you")
+            return rej(
+                f"`find {a}` runs another program for each file",
+                "run find alone to list the files, then act on them in separate bash calls "
+                "(or use the glob / grep tools)",
+            )
+    i, n = 0, len(args)
+    while i < n:
+        a = args[i]
+        i += 1
+        if a in _FIND_ARG or _FIND_NEWERXY.fullmatch(a):
+            i += 1
+        elif a in _FIND_FLAGS or not a.startswith("-"):
+            continue
+        else:
+            return ask(f"`find` with `{a}`, which is not on the known read-only predicate list")
+    return allow("`find` only lists files")
+
+HANDLERS: dict[str, Handler] = dict.fromkeys(READONLY_OPTS, _h_readonly)
+HANDLERS.update({
+    "echo": _h_echo, "printf": _h_printf, "test": _h_test, "[": _h_test, "cat": _h_cat, "tail": _h_tail,
+    "sort": _h_sort, "uniq": _h_uniq, "date": _h_date, "rg": _h_rg, "find": _h_find,
+})
+
+# (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
+CASES: list[tuple[str, str, str | None]] = [
+    ("ls -la src", "allow", "read-only"),
+    ("cat -n src/main.py", "allow", None),
+    ("grep -rn --include='*.py' 'def main' .", "allow", None),
+    ("rg --pre sh foo", "reject", "runs another program"),
+    ("rg -z foo", "ask", "decompression"),
+    ("find . -name '*.py' -type f", "allow", "lists files"),
+    ("find . -delete", "reject", "deletes"),
+    ("find . -newer x -frobnicate", "ask", "-frobnicate"),
+    ("tail -5f log.txt", "reject", "never ends"),
+    ("tail -n 5 log.txt", "allow", None),
+    ("sort -o out.txt data.txt", "ask", "writes a file"),
+    ("sort --compress-program=sh x", "reject", "another program"),
+    ("uniq in.txt out.txt", "ask", "writes"),
+    ("date -s 2020-01-01", "reject", "system clock"),
+    ("date 0101", "ask", "set the clock"),
+    ("printf -vx y", "reject", "shell variable"),
+    ("test -v x", "reject", "shell variables"),
+    ("[ -d src", "ask", "closing"),
+    ("ls --weird-option", "ask", "--weird-option"),
+]

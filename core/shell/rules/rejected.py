@@ -1,0 +1,131 @@
+"""Families that always reject: privilege, system, kill, wrappers, network, builtins, interactive. Pure."""
+
+from __future__ import annotations
+
+from core.shell.programs import Handler
+from core.shell.verdict import H_BUILTIN_STATE, H_INTERACTIVE, H_KILL, H_NETWORK, H_PRIV, H_SYSTEM, H_WRAPPER, J, ask, rej
+
+
+_PRIVILEGE = frozenset(
+    "sudo su doas pkexec runuser chroot unshare nsenter capsh setpriv sudoedit visudo setcap gksudo "
+    "gksu kdesu kdesudo run0 machinectl newuidmap newgidmap chcon setenforce".split()
+)
+_SYSTEM = frozenset(
+    "shutdown reboot halt poweroff init telinit systemctl service mount umount swapon swapoff losetup "
+    "sysctl modprobe insmod rmmod iptables ip6tables nft ufw firewall-cmd crontab at batch atrm "
+    "useradd userdel usermod groupadd groupdel groupmod passwd chpasswd chsh chfn hostnamectl "
+    "timedatectl localectl update-alternatives ldconfig launchctl chattr wall".split()
+)
+_KILL = frozenset("kill pkill killall killall5 skill xkill".split())
+_WRAPPERS = frozenset(
+    "env timeout nice renice ionice nohup setsid stdbuf time watch strace ltrace gdb lldb "
+    "valgrind command builtin exec eval source . trap alias unalias script expect parallel flock "
+    "chrt taskset sg newgrp busybox toybox unbuffer fakeroot proot firejail bwrap sshpass rlwrap "
+    "catchsegv entr watchexec nodemon hyperfine chpst daemonize start-stop-daemon runcon cpulimit "
+    "numactl prlimit xdg-open open run-parts dbus-run-session dbus-launch xvfb-run ssh-agent "
+    "systemd-run torsocks proxychains proxychains4 with-contenv s6-setuidgid su-exec gosu "
+    "tini dumb-init faketime nix-shell perf".split()
+)
+_NETWORK = frozenset(
+    "nc ncat netcat socat telnet ssh scp sftp rsync ftp tftp lftp aria2c axel lynx links "
+    "elinks w3m http https httpie xh curlie mosh ping ping6 traceroute tracepath mtr dig nslookup "
+    "host whois nmap ssh-copy-id ssh-keyscan smbclient websocat wscat grpcurl tor mysql psql "
+    "mongo mongosh redis-cli".split()
+)
+_BUILTINS = frozenset(
+    "cd pushd popd dirs read declare typeset let local export readonly set shopt ulimit mapfile "
+    "readarray hash enable unset shift return exit break continue wait jobs fg bg disown suspend "
+    "logout times umask complete compgen compopt caller history fc bind help getopts type :".split()
+)
+_INTERACTIVE = frozenset(
+    "yes top htop btop atop less more most vi vim nvim view vimdiff nano emacs emacsclient pico joe "
+    "ed ex mc man info tmux screen irb ipython bpython ptpython pry ghci jshell iex erl ".split()
+)
+_WRAPPER_HINTS = {
+    "xargs": "list the inputs first (e.g. with the glob or grep tool), then run the command with "
+    "explicit arguments",
+    "parallel": "run the commands one by one as separate bash calls",
+    "eval": "run the command itself directly, one plain command per call",
+    "source": "there is no shell to load a file into; run the script as a program (e.g. `bash script.sh`)",
+    ".": "there is no shell to load a file into; run the script as a program (e.g. `bash script.sh`)",
+    "alias": "aliases do not exist here; run the program by its real name",
+    "unalias": "aliases do not exist here; run the program by its real name",
+    "trap": "there is no shell to trap signals in; run the command directly",
+    "xdg-open": "tell the user which file or URL to open",
+    "open": "tell the user which file or URL to open",
+}
+
+
+def _h_privilege(name: str, args: list[str]) -> J:
+    return rej(f"`{name}` changes privileges or isolation (privilege escalation is not allowed)", H_PRIV)
+
+
+def _h_system(name: str, args: list[str]) -> J:
+    return rej(f"`{name}` changes system state (services, mounts, users, schedules, kernel)", H_SYSTEM)
+
+
+def _h_kill(name: str, args: list[str]) -> J:
+    return rej(f"`{name}` kills processes", H_KILL)
+
+
+def _h_wrapper(name: str, args: list[str]) -> J:
+    return rej(
+        f"`{name}` is a wrapper that runs another program or shell code",
+        _WRAPPER_HINTS.get(name.lower(), H_WRAPPER),
+    )
+
+
+def _h_network(name: str, args: list[str]) -> J:
+    return rej(f"`{name}` talks to the network", H_NETWORK)
+
+
+def _h_builtin(name: str, args: list[str]) -> J:
+    lname = name.lower()
+    if lname in ("cd", "pushd", "popd", "dirs"):
+        hint = H_BUILTIN_STATE
+    elif lname in ("type", "hash"):
+        hint = "use `which PROGRAM` to find a program"
+    elif lname == "ulimit":
+        hint = "resource limits are set by the bash tool itself"
+    elif lname == "help":
+        hint = "use `PROGRAM --help`"
+    else:
+        hint = (
+            "there is no shell and no state between calls: variables and options cannot be set; "
+            "pass values as arguments instead"
+        )
+    return rej(f"`{name}` is a shell builtin and has no effect without a shell (or evaluates code hidden in words)", hint)
+
+
+def _h_interactive(name: str, args: list[str]) -> J:
+    if name.lower() == "yes":
+        return rej("`yes` never ends", "pass non-interactive flags such as --yes / -y to the program instead")
+    return rej(f"`{name}` is interactive (needs a terminal) or never ends", H_INTERACTIVE)
+
+
+def _h_sleep(name: str, args: list[str]) -> J:
+    if any(a.lower().startswith("inf") for a in args):
+        return rej("`sleep infinity` never ends", "do not wait; run the next command directly")
+    return ask("`sleep` only waits")
+
+HANDLERS: dict[str, Handler] = {}
+for _names, _fn in (
+    (_PRIVILEGE, _h_privilege), (_SYSTEM, _h_system), (_KILL, _h_kill), (_WRAPPERS, _h_wrapper),
+    (_NETWORK, _h_network), (_BUILTINS, _h_builtin), (_INTERACTIVE, _h_interactive),
+):
+    HANDLERS.update(dict.fromkeys(_names, _fn))
+HANDLERS["sleep"] = _h_sleep
+
+# (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
+CASES: list[tuple[str, str, str | None]] = [
+    ("sudo ls", "reject", "privilege"),
+    ("systemctl stop sshd", "reject", "system state"),
+    ("kill -9 1", "reject", "kills processes"),
+    ("env rm x", "reject", "wrapper"),
+    ("timeout 5 rm x", "reject", "wrapper"),
+    ("ssh host id", "reject", "network"),
+    ("cd src", "reject", "builtin"),
+    ("vim x", "reject", "interactive"),
+    ("sleep 1", "ask", "waits"),
+    ("sleep infinity", "reject", "never ends"),
+]

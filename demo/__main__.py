@@ -1,0 +1,3 @@
+from demo.turns import main
+
+main()

@@ -1,0 +1,92 @@
+"""Full sessions through the official SDKs against the scripted model server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from core.session.contracts import SessionState
+from runtime import session_api as sessions
+from tests.model_server import Reply, ScriptedModelServer, tool
+from tests.session.test_session_support import API_KEY, model_server  # noqa: F401  (fixture)
+from runtime.worker import build_worker
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_full_session(
+    provider: str, client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "app.py").write_text("def f():\n    return 1\n")
+    model_server.add(
+        Reply(text="Let me look.", tool_calls=[tool("read_file", path="app.py"), tool("glob", pattern="*.py")]),
+        Reply(tool_calls=[tool("edit_file", path="app.py", old_string="return 1", new_string="return 2")]),
+        Reply(text="Changed f to return 2."),
+        Reply(text="It returns 2 now."),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await sessions.start_session(
+            client, workspace=workspace, task_queue=task_queue, provider=provider, model="scripted-model",
+            prompt="Make f return 2", policy="auto",
+        )
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+        assert view.state == SessionState.WAITING_FOR_USER, view
+        assert view.last_answer == "Changed f to return 2."
+        assert (workspace / "app.py").read_text() == "def f():\n    return 2\n"
+        assert view.model_calls == 3 and view.turns == 2
+        answer = await sessions.send(client, sid, "What does f return?", wait=True)
+        assert answer is not None and answer.last_answer == "It returns 2 now."
+        entries = await sessions.transcript(client, sid)
+        result = await sessions.close(client, sid, "done")
+        history = await client.get_workflow_handle(sid).fetch_history()
+    assert result.state == SessionState.CLOSED
+    assert result.usage.input_tokens == 4 * 20 and result.usage.output_tokens > 0
+    assert [e.kind for e in entries] == [
+        "system", "user", "assistant", "tool_results", "assistant", "tool_results", "assistant", "user", "assistant",
+    ]
+    # What the SDK sent for call 2: the first turn's results in the provider's shape.
+    second = model_server.requests[1].body
+    if provider == "openai":
+        tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
+        assert [m["tool_call_id"] for m in tool_messages] == ["call_0_0", "call_0_1"]
+        assert "return 1" in tool_messages[0]["content"]
+        assert second["tools"][0]["type"] == "function" and second["stream"] is True
+    else:
+        last = second["messages"][-1]
+        assert last["role"] == "user"
+        assert [b["tool_use_id"] for b in last["content"]] == ["toolu_0_0", "toolu_0_1"]
+        assert last["content"][0]["is_error"] is False
+        assert "input_schema" in second["tools"][0] and second["system"].startswith("You are")
+    # The key is in the worker's environment only, never in the history.
+    assert API_KEY not in json.dumps(history.to_json_dict())
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_each_tool_call_surfaces_while_the_model_still_streams(
+    provider: str, client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    """The hook streaming dispatch (issue 14) builds on: through the real SDK
+    stream, a call is handed over when its JSON closes, before the response ends."""
+    from activities.model.activity import session_activities
+
+    seen: list[tuple[int, str, int]] = []  # (position, name, streams still open)
+
+    def on_closed(request: object, call: object) -> None:
+        seen.append((call.position, call.name, model_server.streams_in_progress))  # type: ignore[attr-defined]
+
+    model_server.add(
+        Reply(tool_calls=[tool("glob", pattern="*.py"), tool("grep", pattern="def f", path=".", include="*.py")],
+              tokens_per_second=50),
+        Reply(text="ok"),
+    )
+    (workspace / "a.py").write_text("def f(): pass\n")
+    extras = session_activities(str(workspace), on_closed_call=on_closed)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace), extra_activities=extras):
+        sid = await sessions.start_session(client, workspace=workspace, task_queue=task_queue, provider=provider,
+                                           model="scripted", prompt="find f", policy="auto")
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+    assert view.last_answer == "ok"
+    assert [(p, n) for p, n, _ in seen] == [(0, "glob"), (1, "grep")]
+    assert seen[0][2] == 1  # glob was complete while the stream was still open

@@ -1,0 +1,82 @@
+"""Model error classification and Retry-After parsing (pure), and the
+server's own continue-as-new suggestion followed by a session."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from activities.sandbox.binaries import find_binary
+from activities.model.activity import retry_after
+from core.session import provider_errors as errors
+from core.session.contracts import SessionLimits, SessionState
+from runtime import session_api as sessions
+from runtime.devserver import DEFAULT_DYNAMIC_CONFIG, dynamic_config_args
+from tests.model_server import Reply, ScriptedModelServer, tool
+from tests.session.test_session_support import model_server  # noqa: F401  (fixture)
+from runtime.worker import build_worker
+
+
+@pytest.mark.parametrize(
+    "status, message, code, expected",
+    [
+        (429, "slow down", "rate_limit_exceeded", errors.RATE_LIMITED),
+        (500, "oops", None, errors.SERVER_ERROR),
+        (529, "Overloaded", "overloaded_error", errors.SERVER_ERROR),
+        (408, "timeout", None, errors.SERVER_ERROR),
+        (401, "bad key", "invalid_api_key", errors.AUTHENTICATION_FAILED),
+        (403, "no access", None, errors.PERMISSION_DENIED),
+        (404, "model not found", None, errors.MODEL_NOT_FOUND),
+        (400, "This model's maximum context length is 8192 tokens", "context_length_exceeded", errors.CONTEXT_TOO_LONG),
+        (400, "prompt is too long: 210000 tokens > 200000 maximum", "invalid_request_error", errors.CONTEXT_TOO_LONG),
+        (400, "tools: unsupported", None, errors.BAD_REQUEST),
+        (422, "unprocessable", None, errors.BAD_REQUEST),
+    ],
+)
+def test_status_codes_are_classified(status: int, message: str, code: str | None, expected: str) -> None:
+    kind = errors.type_for_status(status, message, code)
+    assert kind == expected
+    assert (kind in errors.RETRYABLE) != (kind in errors.NON_RETRYABLE)
+
+
+def test_retry_after_in_seconds_milliseconds_and_http_dates() -> None:
+    assert retry_after({"Retry-After": "2"}) == timedelta(seconds=2)
+    assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == timedelta(seconds=1.5)
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+    delay = retry_after({"retry-after": later})
+    assert delay is not None and timedelta(seconds=25) < delay <= timedelta(seconds=31)
+    assert retry_after({"retry-after": "86400"}) == timedelta(seconds=300)  # capped
+    assert retry_after({}) is None and retry_after({"retry-after": "soon"}) is None
+
+
+def test_every_non_retryable_error_says_what_to_do() -> None:
+    for kind in errors.NON_RETRYABLE:
+        assert errors.what_to_do(kind, "openai", "gpt-x") != errors.what_to_do("unknown", "openai", "gpt-x")
+
+
+async def test_the_session_continues_as_new_when_the_server_suggests_it(
+    workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    config = {**DEFAULT_DYNAMIC_CONFIG, "limit.historyCount.suggestContinueAsNew": "40"}
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter, dev_server_existing_path=find_binary("temporal"), ui=False,
+        dev_server_extra_args=dynamic_config_args(config),
+    )
+    model_server.add(*[Reply(tool_calls=[tool("glob", pattern="*")]) for _ in range(5)], Reply(text="done"))
+    try:
+        async with build_worker(env.client, task_queue=task_queue, workspace=str(workspace)):
+            sid = await sessions.start_session(
+                env.client, workspace=workspace, task_queue=task_queue, provider="openai", model="scripted",
+                prompt="go", policy="auto", limits=SessionLimits(continue_as_new_every=1000),
+            )
+            view = await sessions.wait_for_answer(env.client, sid, timeout=60)
+    finally:
+        await env.shutdown()
+    assert view.state == SessionState.WAITING_FOR_USER and view.model_calls == 6
+    assert view.runs >= 2  # ~15 events per call: the suggestion came after 2-3 calls

@@ -1,0 +1,142 @@
+"""Stream assembly (pure): each tool call surfaces when its JSON closes, for
+both protocols; malformed and truncated arguments at the end are repaired
+only as far as is certainly right. Plus the transcript's content addressing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.session.contracts import TranscriptEntry
+from core.session.stream_assembly import STOP_MAX_TOKENS, STOP_TOOL_USE, JsonScanner, StreamAssembler, complete_truncated
+from core.session.transcript import TranscriptCorrupted, decode_node, encode_node
+
+
+def openai_chunks(calls: list[tuple[str, str]], text: str = "", size: int = 3, finish: str = "tool_calls") -> list[dict]:
+    chunks: list[dict] = [{"id": "c1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}]
+    for i, (name, args) in enumerate(calls):
+        chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": i, "id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": ""}}]}}]})
+        for k in range(0, len(args), size):
+            chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": i, "function": {"arguments": args[k:k + size]}}]}}]})
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    chunks.append({"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 7}})
+    return chunks
+
+
+def anthropic_events(calls: list[tuple[str, str]], size: int = 3, stop: str = "tool_use") -> list[dict]:
+    events: list[dict] = [{"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 9, "output_tokens": 1}}},
+                          {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                          {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+                          {"type": "content_block_stop", "index": 0}]
+    for i, (name, args) in enumerate(calls, start=1):
+        events.append({"type": "content_block_start", "index": i,
+                       "content_block": {"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": {}}})
+        for k in range(0, len(args), size):
+            events.append({"type": "content_block_delta", "index": i,
+                           "delta": {"type": "input_json_delta", "partial_json": args[k:k + size]}})
+        events.append({"type": "content_block_stop", "index": i})
+    events.append({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 30}})
+    events.append({"type": "message_stop"})
+    return events
+
+
+CALLS = [("read_file", '{"path": "a.py"}'), ("grep", '{"pattern": "x{2}", "path": "src"}'), ("glob", "{}")]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_each_call_surfaces_when_its_json_closes(provider: str) -> None:
+    items = openai_chunks(CALLS) if provider == "openai" else anthropic_events(CALLS)
+    assembler = StreamAssembler(provider)  # type: ignore[arg-type]
+    surfaced: list[tuple[int, str]] = []
+    closing_item: dict[str, int] = {}
+    for n, item in enumerate(items):
+        for call in assembler.feed(item):
+            surfaced.append((call.position, call.name))
+            closing_item[call.name] = n
+    response = assembler.finish()
+    assert surfaced == [(0, "read_file"), (1, "grep"), (2, "glob")]
+    # read_file surfaced before grep's first fragment arrived: incremental.
+    first_grep = next(n for n, it in enumerate(items) if "grep" in json.dumps(it))
+    assert closing_item["read_file"] < first_grep
+    assert [json.loads(c.final_arguments) for c in response.calls] == [
+        {"path": "a.py"}, {"pattern": "x{2}", "path": "src"}, {}]
+    assert response.stop_reason == STOP_TOOL_USE
+    assert response.usage.output_tokens in (7, 30)
+
+
+def test_braces_inside_strings_do_not_close_a_call() -> None:
+    args = '{"pattern": "}{\\"}", "path": "."}'
+    assembler = StreamAssembler("openai")
+    closed_at = [n for n, item in enumerate(openai_chunks([("grep", args)], size=1)) if assembler.feed(item)]
+    assert len(closed_at) == 1
+    assert json.loads(assembler.finish().calls[0].final_arguments)["pattern"] == '}{"}'
+
+
+def test_malformed_json_is_repaired_at_the_end() -> None:
+    assembler = StreamAssembler("openai")
+    assembler.feed_all(openai_chunks([("read_file", '{"path": "a.py", "limit": 5,}')]))
+    call = assembler.finish().calls[0]
+    assert call.repair == "repaired" and json.loads(call.final_arguments) == {"path": "a.py", "limit": 5}
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"path": "a.py"', {"path": "a.py"}),  # only the closing brace is missing
+        ('{"path": "a.py", "content": "half of the fi', {"path": "a.py"}),  # a cut string is dropped, not kept
+        ('{"path": "a.py", "limit": 20', {"path": "a.py"}),  # a number may still have been growing
+        ('{"a": [1, 2], "b": {"c": "d"', {"a": [1, 2], "b": {"c": "d"}}),
+        ('{"command": "pytest -q tests/te', None),  # nothing certain is left
+    ],
+)
+def test_truncated_json_keeps_only_what_is_certain(text: str, expected: dict | None) -> None:
+    scanner = JsonScanner()
+    scanner.feed(text)
+    repaired = complete_truncated(text, scanner)
+    if expected is None:
+        assert repaired is None or json.loads(repaired) == {}
+    else:
+        assert repaired is not None and json.loads(repaired) == expected
+
+
+def test_a_response_cut_at_max_tokens() -> None:
+    assembler = StreamAssembler("anthropic")
+    surfaced = assembler.feed_all(anthropic_events(
+        [("read_file", '{"path": "a.py"}'), ("write_file", '{"path": "b.py", "content": "x = 1\\ny = ')],
+        stop="max_tokens"))
+    response = assembler.finish()
+    assert [c.name for c in surfaced] == ["read_file"]  # the cut call never surfaced
+    assert response.stop_reason == STOP_MAX_TOKENS
+    cut = response.calls[1]
+    assert cut.repair == "truncated" and cut.arguments_object() == {"path": "b.py"}  # validation will ask for content
+
+
+def test_unparseable_arguments_are_left_for_validation_to_report() -> None:
+    assembler = StreamAssembler("openai")
+    assembler.feed_all(openai_chunks([("read_file", "{'path': 'a.py'}")]))
+    call = assembler.finish().calls[0]
+    assert call.repair == "unparsed" and call.final_arguments == "{'path': 'a.py'}"
+    assert call.arguments_object() == {}
+
+
+def test_transcript_nodes_are_content_addressed_and_verified() -> None:
+    entry = TranscriptEntry(kind="user", text="hello")
+    digest, data = encode_node(None, entry)
+    assert encode_node(None, entry)[0] == digest  # same parent + entry: same node (idempotent append)
+    assert encode_node(digest, entry)[0] != digest
+    assert decode_node(digest, data) == (None, entry)
+    with pytest.raises(TranscriptCorrupted):
+        decode_node(digest, data.replace(b"hello", b"hellO"))
+
+
+def test_the_default_system_prompt_names_every_tool_and_its_rules() -> None:
+    from core.session.prompt import default_system_prompt
+    from core.tools.specs import TOOLS
+
+    prompt = default_system_prompt()
+    for name, spec in TOOLS.items():
+        assert f"- {name}: {spec.description}" in prompt
+    assert "must be read in this session" in prompt and "approval" in prompt

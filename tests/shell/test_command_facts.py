@@ -1,0 +1,99 @@
+"""validate_in_workspace: the validator with facts from a real workspace on disk
+(realpath of every path word, toolchain files the repository configures)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from activities.bash.facts import validate_in_workspace
+from core.shell import validate_command
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "README.md").write_text("hi\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("print(1)\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("file", "command"),
+    [
+        ("rust-toolchain.toml", "cargo --version"),
+        ("rust-toolchain", "rustc -V"),
+        (".cargo/config.toml", "cargo --version"),
+        (".tool-versions", "node --version"),
+        (".mise.toml", "python3 --version"),
+        (".python-version", "python3 --version"),
+        ("go.mod", "go version"),
+        (".npmrc", "npm --version"),
+        (".yarnrc.yml", "yarn --version"),
+    ],
+)
+def test_a_repository_configured_toolchain_makes_version_queries_ask(ws: Path, file: str, command: str) -> None:
+    assert validate_in_workspace(command, str(ws)).verdict == "allow"
+    (ws / file).parent.mkdir(parents=True, exist_ok=True)
+    (ws / file).write_text("[toolchain]\nchannel = 'evil'\n")
+    v = validate_in_workspace(command, str(ws))
+    assert v.verdict == "ask" and file in v.reason, v
+
+
+def test_without_facts_toolchains_are_assumed_configured() -> None:
+    assert validate_command("cargo --version").verdict == "ask"
+
+
+def test_a_symlink_that_leads_outside_is_judged_outside(ws: Path) -> None:
+    (ws / "link").symlink_to("/etc")
+    assert validate_command("cat link/passwd").verdict == "allow"  # lexically inside
+    v = validate_in_workspace("cat link/passwd", str(ws))
+    assert v.verdict == "ask" and "outside the workspace" in v.reason
+    w = validate_in_workspace("cp README.md link/x", str(ws))
+    assert w.verdict == "reject" and "outside the workspace" in w.reason
+
+
+def test_a_symlink_to_an_endless_device_rejects(ws: Path) -> None:
+    (ws / "z").symlink_to("/dev/zero")
+    v = validate_in_workspace("head -c 10 z", str(ws))
+    assert v.verdict == "reject" and "never ends" in v.reason
+
+
+def test_an_absolute_path_inside_the_workspace_is_inside(ws: Path) -> None:
+    command = f"cat {ws}/README.md"
+    assert validate_command(command).verdict == "ask"
+    assert validate_in_workspace(command, str(ws)).verdict == "allow"
+
+
+def test_a_workspace_program_that_is_a_symlink_outside_rejects(ws: Path) -> None:
+    (ws / "tool").symlink_to("/bin/rm" if os.path.exists("/bin/rm") else "/usr/bin/rm")
+    v = validate_in_workspace("./tool -rf src", str(ws))
+    assert v.verdict == "reject" and "resolves outside" in v.reason
+    (ws / "run.sh").write_text("echo hi\n")
+    assert validate_in_workspace("./run.sh", str(ws)).verdict == "ask"
+
+
+def test_a_first_pass_rejection_is_final(ws: Path) -> None:
+    assert validate_in_workspace("sudo ls", str(ws)).verdict == "reject"
+
+
+def test_toolchain_files_in_the_cd_folder_count(ws: Path) -> None:
+    (ws / "crate").mkdir()
+    assert validate_in_workspace("cd crate && cargo --version", str(ws)).verdict == "allow"
+    (ws / "crate" / "rust-toolchain.toml").write_text("[toolchain]\n")
+    v = validate_in_workspace("cd crate && cargo --version", str(ws))
+    assert v.verdict == "ask" and "crate/rust-toolchain.toml" in v.reason
+
+
+def test_an_overwriting_redirection_is_destructive_only_onto_an_existing_file(ws: Path) -> None:
+    new = validate_in_workspace("echo hi > new.txt", str(ws))
+    assert (new.verdict, new.destructive) == ("ask", False)
+    old = validate_in_workspace("echo hi > README.md", str(ws))
+    assert (old.verdict, old.destructive) == ("ask", True) and "overwrites" in old.reason
+
+
+def test_a_cd_to_the_absolute_workspace_path_is_inside(ws: Path) -> None:
+    v = validate_in_workspace(f"cd {ws}/src && ls", str(ws))
+    assert v.verdict == "allow" and v.plan is not None and v.plan.cwd == "src"
