@@ -39,7 +39,7 @@ def build_activities(
         tool_activity(BASH, run_bash, in_thread=False, allowed_root=workspace_root),
     ]
     assert {a.__temporal_activity_definition.name for a in tools} == set(TOOLS)  # type: ignore[attr-defined]
-    from activities.txn.activities import build_txn_activities  # wire (issue 15): rollback, bash preview
+    from activities.txn.activities import build_txn_activities  # rollback, bash preview
 
     return [*tools, default_policy_activity, build_plan_activity(policy), save_turn_result_part,
-            *build_txn_activities(workspace_root)]  # wire
+            *build_txn_activities(workspace_root)]

@@ -1,5 +1,5 @@
 """Transactional bash: the cost of capture against direct execution, both in
-bubblewrap (issue 15 §6).
+bubblewrap.
 
 Direct: bubblewrap's argv run as a process on a fresh workspace. Capture: the
 same argv wrapped by ``txn.start(...).wrap`` (unshare + overlay mount), then

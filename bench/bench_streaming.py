@@ -1,4 +1,4 @@
-"""Streaming dispatch (issue 14), side by side in one run.
+"""Streaming dispatch, side by side in one run.
 
 A scripted OpenAI-protocol model streams at about 50 tokens/s (4 characters
 a token) a batch whose first call is slow, a grep over a generated tree of

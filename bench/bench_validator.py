@@ -85,7 +85,7 @@ COMMANDS: list[str] = [
 ]
 
 
-# Compound commands as agents write them (issue 12): pipes, lists, redirections,
+# Compound commands as agents write them: pipes, lists, redirections,
 # a leading cd, globs. Here-documents are left out of this row because bashlex
 # cannot parse a quoted delimiter at all (the validator parses a skeleton).
 COMPOUND: list[str] = [

@@ -63,7 +63,7 @@ def register(sub: Any) -> None:
     run.add_argument("--session-id", help="workflow id (default: a new random one)")
     run.add_argument("--json", action="store_true", help="print the session's status as JSON (with session_id)")
     run.add_argument("--no-wait", action="store_true", help="print the session id and return at once")
-    run.add_argument("--no-streaming-dispatch", action="store_true",  # streaming dispatch (issue 14)
+    run.add_argument("--no-streaming-dispatch", action="store_true",
                      help="run tool calls only after the whole model response (default: safe calls start as they stream)")
 
     status = commands.add_parser("status", help="state, usage, and what a paused turn asks")
@@ -155,7 +155,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
             workspace=args.workspace, task_queue=args.task_queue, provider=args.provider, model=args.model,
             prompt=args.prompt, base_url=args.base_url, policy=args.policy, max_model_calls=args.max_turns,
             max_output_tokens=args.max_output_tokens,
-            streaming_dispatch=not args.no_streaming_dispatch,  # streaming dispatch (issue 14)
+            streaming_dispatch=not args.no_streaming_dispatch,
         )
         try:
             sessions.session_input(**start)  # bad input fails before we talk to the server

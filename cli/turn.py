@@ -27,10 +27,10 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-import cli.rollback  # wire (issue 15)
+import cli.rollback
 from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
-import cli.session  # session hook
+import cli.session
 from core.tools.call_documents import CallDocumentError, calls_from_document
 from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
 from core.tools.formatting import describe_pending_call, render_text, shown
@@ -289,7 +289,7 @@ async def cmd_show(client: Client, args: argparse.Namespace) -> int:
     _out(f"batch digest: {progress.batch_digest}\n")
     for pending in progress.pending:
         _out(describe_pending_call(pending, validate_command))
-        if pending.preview:  # wire (issue 15): what a previewed bash call would do
+        if pending.preview:  # what a previewed bash call would do
             _out("\n".join("  " + line for line in pending.preview.splitlines()))
         _out()
     return EXIT_OK
@@ -370,8 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("--format", choices=["openai", "anthropic"], default="openai")
     check = sub.add_parser("check-command", help="validate bash commands (one per line on stdin)")
     check.add_argument("--json", action="store_true", help="stdin is a JSON array of strings")
-    cli.rollback.add_parser(sub)  # wire (issue 15): client.py rollback
-    cli.session.register(sub)  # session hook
+    cli.rollback.add_parser(sub)  # client.py rollback
+    cli.session.register(sub)
     return parser
 
 
@@ -380,7 +380,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return cmd_tools(args)
     if args.command == "check-command":
         return cmd_check_command(args)
-    if args.command == "session":  # session hook
+    if args.command == "session":
         return await cli.session.dispatch(args)
     if args.command == "run":
         load_turn_input(args)  # bad input fails before we talk to the server
@@ -391,7 +391,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "result": cmd_result,
         "pending": cmd_pending,
         "show": cmd_show,
-        "rollback": cli.rollback.cmd_rollback,  # wire (issue 15)
+        "rollback": cli.rollback.cmd_rollback,
     }
     if args.command in handlers:
         return await handlers[args.command](client, args)

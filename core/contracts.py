@@ -109,7 +109,7 @@ class Policy(BaseModel):
     rules: list[PolicyRule] = Field(default_factory=list)
     # Silence for this long turns into a rejection; None waits for ever.
     approval_timeout_seconds: float | None = None
-    # wire (issue 15): an `ask` bash call runs first in a throwaway copy-on-write
+    # an `ask` bash call runs first in a throwaway copy-on-write
     # view; the pending call shows its output and diff, and approval applies
     # exactly that changeset (no second run).
     preview_bash: bool = False
@@ -137,7 +137,7 @@ class TurnInput(BaseModel):
     # None: use the default policy of the worker that runs the workflow.
     policy: Policy | None = None
     options: TurnOptions = Field(default_factory=TurnOptions)
-    # Streaming dispatch (issue 14): the calls arrive by the signal `dispatch`
+    # Streaming dispatch: the calls arrive by the signal `dispatch`
     # and the update `close_batch` (tool_calls starts empty); see workflows/turn_dispatch.py.
     open_batch: bool = False
 
@@ -164,7 +164,7 @@ class PendingCall(BaseModel):
     name: str
     arguments: dict[str, Any]
     reason: str
-    # wire (issue 15): bash with Policy.preview_bash: its output and the diff it would apply.
+    # bash with Policy.preview_bash: its output and the diff it would apply.
     preview: str = ""
 
 

@@ -1,4 +1,4 @@
-"""What crosses boundaries for turn rollback (issue 15): the request the
+"""What crosses boundaries for turn rollback: the request the
 client sends and the report the worker holding the workspace answers. Pure."""
 
 from __future__ import annotations

@@ -50,9 +50,9 @@ from core.contracts import (
 )
 from core.turn.limits import LimitExceeded, check_batch
 from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
-from core.txn_contracts import RollbackResult  # wire (issue 15)
-from runtime.txn_api import rollback  # noqa: F401 - wire (issue 15): rollback(client, turn_id)
-from workflows.rollback import TurnRollbackWorkflow  # wire (issue 15)
+from core.txn_contracts import RollbackResult
+from runtime.txn_api import rollback  # noqa: F401 - rollback(client, turn_id)
+from workflows.rollback import TurnRollbackWorkflow
 
 QUERY_TIMEOUT_S = 5.0
 # A poller is listed for a while after its last poll (a long poll lasts ~60 s).
@@ -225,7 +225,7 @@ class TurnClient:
         handle = await self.start_turn(turn, **kw)
         return load_offloaded(await handle.result(), turn.workspace.root)
 
-    async def rollback(self, turn_id: str, **kw: Any) -> "RollbackResult":  # wire (issue 15)
+    async def rollback(self, turn_id: str, **kw: Any) -> "RollbackResult":
         """Restore every file the turn changed; see runtime.txn_api.rollback."""
         return await rollback(self.client, turn_id, **kw)
 
@@ -414,7 +414,7 @@ def add_to_worker(
     from activities.registry import build_activities
 
     options = dict(worker_options)
-    options["workflows"] = [*options.get("workflows", ()), AgentTurnWorkflow, TurnRollbackWorkflow]  # wire: rollback
+    options["workflows"] = [*options.get("workflows", ()), AgentTurnWorkflow, TurnRollbackWorkflow]  # rollback
     extra: list[Callable[..., Any]] = build_activities(workspace_root, default_policy)
     options["activities"] = [*options.get("activities", ()), *extra]
     return options

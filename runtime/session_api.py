@@ -64,7 +64,7 @@ def session_input(
     max_output_tokens: int | None = None,
     workflow_task_queue: str | None = None,
     check_workspace: bool = True,
-    streaming_dispatch: bool = True,  # issue 14: start safe calls while the model streams
+    streaming_dispatch: bool = True,  # start safe calls while the model streams
 ) -> SessionInput:
     root = Path(workspace).resolve() if check_workspace else Path(workspace)
     if check_workspace and not root.is_dir():

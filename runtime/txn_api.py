@@ -1,4 +1,4 @@
-"""Turn rollback through Temporal (issue 15): ``rollback(client, turn_id)``.
+"""Turn rollback through Temporal: ``rollback(client, turn_id)``.
 
 The restore must happen on the worker that holds the workspace, so it runs
 as the ``rollback_turn`` activity inside a tiny workflow started on that

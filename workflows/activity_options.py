@@ -36,7 +36,7 @@ _RETRY_FREELY = RetryPolicy(
     non_retryable_error_types=NON_RETRYABLE,
 )
 _NEVER_RETRY = RetryPolicy(maximum_attempts=1, non_retryable_error_types=NON_RETRYABLE)
-# wire (issue 15): bash after a lost worker; the activity refuses what is unsafe.
+# bash after a lost worker; the activity refuses what is unsafe.
 BASH_RETRY_PATCH = "bash-retry-with-capture"
 _BASH_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),

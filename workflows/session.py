@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
         TurnRecord,
     )
     from core.session.prompt import default_system_prompt
-    from workflows.session_dispatch import OpenBatch, open_batch  # streaming dispatch (issue 14)
+    from workflows.session_dispatch import OpenBatch, open_batch
 
 WORKFLOW_NAME = "AgentSessionWorkflow"
 TURN_WORKFLOW_NAME = "AgentTurnWorkflow"
@@ -85,7 +85,7 @@ class AgentSessionWorkflow:
         self._child: ChildWorkflowHandle | None = None
         self._last_turn: TurnRecord | None = None
         self._cancelling = False
-        self._open: OpenBatch | None = None  # streaming dispatch (issue 14)
+        self._open: OpenBatch | None = None
         if session.carry is None:
             system = session.system_prompt or default_system_prompt()
             self._to_append = [TranscriptEntry(kind="system", text=system), TranscriptEntry(kind="user", text=session.prompt)]
@@ -135,7 +135,7 @@ class AgentSessionWorkflow:
                     return response
                 if limits.max_tokens is not None and self._usage.total >= limits.max_tokens:
                     unrun = f"; its {len(response.tool_calls)} tool call(s) were not run" if response.tool_calls else ""
-                    if self._open is not None:  # streaming dispatch: what had started is recorded
+                    if self._open is not None:  # what had started is recorded
                         unrun = await self._finish_open_batch(response.tool_calls, response.dropped_calls)
                     return await self._end(
                         SessionState.MAX_TOKENS,
@@ -144,7 +144,7 @@ class AgentSessionWorkflow:
                 if response.tool_calls:
                     await self._run_turn(response.tool_calls)
                 else:
-                    if self._open is not None:  # streaming dispatch: the empty batch ends
+                    if self._open is not None:  # the empty batch ends
                         await self._open.drop()
                         self._open = None
                     self._last_answer = response.text
@@ -176,7 +176,7 @@ class AgentSessionWorkflow:
     # ---------------------------------------------------------- model call
     async def _call_model(self) -> ModelResponse | SessionResult:
         self._set_state(SessionState.CALLING_MODEL)
-        # streaming dispatch (issue 14): the next turn opens before the model call.
+        # the next turn opens before the model call.
         self._open = await open_batch(self._input, f"{workflow.info().workflow_id}/turn-{self._turns + 1}", self._snapshots)
         request = ModelCallRequest(
             session_id=workflow.info().workflow_id,
@@ -185,7 +185,7 @@ class AgentSessionWorkflow:
             model=self._input.model,
             transcript_head=self._head,
             append=self._to_append,
-            dispatch_to=self._open.turn_id if self._open is not None else None,  # streaming dispatch
+            dispatch_to=self._open.turn_id if self._open is not None else None,
             tokens_left=None if self._input.limits.max_tokens is None else self._input.limits.max_tokens - self._usage.total,
         )
         try:
@@ -218,7 +218,7 @@ class AgentSessionWorkflow:
         return response
 
     async def _model_failed(self, err: ActivityError) -> SessionResult:
-        if self._open is not None:  # streaming dispatch: what started early is kept and recorded
+        if self._open is not None:  # what started early is kept and recorded
             await self._abandon_open_batch(str(err.cause or err))
         cause = err.cause
         model = self._input.model
@@ -254,7 +254,7 @@ class AgentSessionWorkflow:
         self._set_state(SessionState.RUNNING_TURN)
         provider = self._input.model.provider
         try:
-            # streaming dispatch (issue 14): the open batch is this turn.
+            # the open batch is this turn.
             self._child = self._open.handle if self._open is not None else await workflow.start_child_workflow(
                 TURN_WORKFLOW_NAME,
                 turn,
@@ -287,7 +287,7 @@ class AgentSessionWorkflow:
             return
         finally:
             self._child = None
-            self._open = None  # streaming dispatch
+            self._open = None
         self._check_cancelled_with(result)
         self._current_turn, self._current_calls = None, []
         self._snapshots = list(result.snapshots)
@@ -295,7 +295,7 @@ class AgentSessionWorkflow:
         self._last_turn = _record(result)
 
     async def _finish_open_batch(self, started: list[ToolCall], dropped: int) -> str:
-        """streaming dispatch (issue 14): the token limit ends the session;
+        """streaming dispatch: the token limit ends the session;
         the activity closed the batch with only the calls that had started,
         which finish and are recorded."""
         assert self._open is not None
@@ -308,7 +308,7 @@ class AgentSessionWorkflow:
         return unrun + (f"; {len(started)} had started while the model streamed and ran" if started else "")
 
     async def _abandon_open_batch(self, reason: str) -> None:
-        """streaming dispatch (issue 14): the model call failed after calls
+        """streaming dispatch: the model call failed after calls
         may have started; the transcript gets them and their results."""
         assert self._open is not None
         calls, result = await self._open.abandon(reason, self._input.workspace.task_queue)
@@ -378,7 +378,7 @@ class AgentSessionWorkflow:
 
     async def _cancelled(self) -> SessionResult:
         ran = ""
-        if self._open is not None and self._current_turn is None:  # streaming dispatch: cancelled mid-stream
+        if self._open is not None and self._current_turn is None:  # cancelled mid-stream
             self._current_turn, self._current_calls = self._open.turn_id, []
         if self._current_turn is not None:
             try:

@@ -1,4 +1,4 @@
-"""Streaming dispatch, the session's side (issue 14).
+"""Streaming dispatch, the session's side.
 
 Before each model call the session starts its next child turn as an *open
 batch* (``TurnInput.open_batch``, id ``<session>/turn-<n>``) and names it in

@@ -59,10 +59,10 @@ with workflow.unsafe.imports_passed_through():
     from core.turn.policy import DEFAULT_POLICY_ACTIVITY
     from core.tools.specs import BASH, TOOLS
     from core.turn.limits import MAX_CALLS_PER_TURN
-    from workflows.turn_preview import TurnPreviews  # wire (issue 15)
+    from workflows.turn_preview import TurnPreviews
     from workflows.activity_options import BASH_RETRY_PATCH, LOCAL_START_TO_CLOSE, options_for
-    from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall  # streaming dispatch (issue 14)
-    from workflows.turn_dispatch import TurnDispatch  # streaming dispatch (issue 14)
+    from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
+    from workflows.turn_dispatch import TurnDispatch
 
 WORKFLOW_NAME = "AgentTurnWorkflow"
 RECORDED_PLAN_PATCH = "recorded-plan"
@@ -138,7 +138,7 @@ class AgentTurnWorkflow:
         self._recorded_bytes = 0
         # New turns record their plan; histories from before keep planning here.
         self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
-        # streaming dispatch (issue 14): the batch arrives by dispatch/close_batch.
+        # the batch arrives by dispatch/close_batch.
         self._dispatch = TurnDispatch(self, _describe_infrastructure_failure) if turn.open_batch else None
         if not self._recorded and turn.policy is not None:
             # Prepared here, not in run(), so a decision that arrives with
@@ -157,7 +157,7 @@ class AgentTurnWorkflow:
         self._status = TurnStatus.PAUSED if self._pending else TurnStatus.RUNNING
 
     def _arguments(self, call: PlannedCall) -> dict:
-        if call.arguments is not None:  # streaming dispatch: an early call carries its own
+        if call.arguments is not None:  # an early call carries its own
             return call.arguments
         return planned_arguments(call, self._turn.tool_calls[call.index])
 
@@ -168,11 +168,11 @@ class AgentTurnWorkflow:
     # ------------------------------------------------------------------ run
     @workflow.run
     async def run(self, turn: TurnInput) -> TurnResult:
-        if self._dispatch is not None:  # streaming dispatch (issue 14)
+        if self._dispatch is not None:
             turn = self._turn = await self._dispatch.collect(turn)
             self._digest = batch_digest(turn.tool_calls)
         if self._dispatch is not None and (streamed := self._dispatch.ready_plan()) is not None:
-            self._adopt(streamed)  # streaming dispatch: the whole batch was planned (recorded) as it streamed
+            self._adopt(streamed)  # the whole batch was planned (recorded) as it streamed
         elif self._recorded:
             await self._record_plan(turn)
         elif turn.policy is None:
@@ -185,22 +185,22 @@ class AgentTurnWorkflow:
                 start_to_close_timeout=timedelta(seconds=10),
             )
             self._prepare_in_workflow(policy)
-        previews = TurnPreviews(self)  # wire (issue 15): bash previews before approval
+        previews = TurnPreviews(self)  # bash previews before approval
         if self._pending:
-            if previews.wanted():  # wire
-                await previews.run_previews()  # wire
+            if previews.wanted():
+                await previews.run_previews()
             approved = await self._wait_for_decision()
             if not approved:
-                if previews.previewed:  # wire
-                    await previews.discard()  # wire
-                if self._dispatch is not None:  # streaming dispatch: what ran early is reported
+                if previews.previewed:
+                    await previews.discard()
+                if self._dispatch is not None:  # what ran early is reported
                     await self._dispatch.settle(self._calls)
                 return await self._fitted(self._finish(TurnStatus.REJECTED))
             self._status = TurnStatus.RUNNING
             self._publish_status()
         await self._execute()
-        if previews.previewed:  # wire: a previewed call that was skipped
-            await previews.discard(keep_applied=True)  # wire
+        if previews.previewed:  # a previewed call that was skipped
+            await previews.discard(keep_applied=True)
         return await self._fitted(self._finish(TurnStatus.COMPLETED))
 
     async def _fitted(self, result: TurnResult) -> TurnResult:
@@ -398,7 +398,7 @@ class AgentTurnWorkflow:
     async def _invoke(self, call: PlannedCall) -> ToolResult:
         if call.early_result is not None:
             return call.early_result
-        if self._dispatch is not None and self._dispatch.started(call.index):  # streaming dispatch
+        if self._dispatch is not None and self._dispatch.started(call.index):
             return await self._dispatch.result_of(call.index)
         name = call.name
         if self._recorded and self._recorded_bytes > HISTORY_BUDGET_BYTES:
@@ -418,7 +418,7 @@ class AgentTurnWorkflow:
             snapshot=self._held_snapshot(call) if TOOLS[name].needs_snapshot else None,
             turn_id=self._turn.turn_id if self._recorded else "",
         )
-        # wire (issue 15): bash is retried after a lost worker in turns with the patch.
+        # bash is retried after a lost worker in turns with the patch.
         # workflow.patched is asked only for such tools, as when it was bash-only.
         bash_retry = TOOLS[name].activity.retry == "after-capture" and workflow.patched(BASH_RETRY_PATCH)
         options = options_for(name, bash_timeout=call.bash_timeout_seconds, bash_retry=bash_retry)
@@ -520,7 +520,7 @@ class AgentTurnWorkflow:
         if problem:
             raise ValueError(problem)
 
-    # ------------------------------------- streaming dispatch (issue 14) hooks
+    # ------------------------------------- streaming dispatch hooks
     @workflow.signal
     def dispatch(self, call: DispatchedCall) -> None:
         if self._dispatch is None:
@@ -558,7 +558,7 @@ class AgentTurnWorkflow:
                     status=result.status if result else None,
                 )
             )
-        if self._dispatch is not None and self._plan is None:  # streaming dispatch: calls running early
+        if self._dispatch is not None and self._plan is None:  # calls running early
             calls = self._dispatch.progress()
         return TurnProgress(
             turn_id=self._turn.turn_id,

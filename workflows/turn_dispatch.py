@@ -1,4 +1,4 @@
-"""Streaming dispatch, the turn's side (issue 14): an *open batch*.
+"""Streaming dispatch, the turn's side: an *open batch*.
 
 A session starts its child turn with ``TurnInput.open_batch`` before the
 model call; the ``call_model`` activity then signals ``dispatch`` for each

@@ -1,4 +1,4 @@
-"""Preview before approval (issue 15), the turn's side.
+"""Preview before approval, the turn's side.
 
 With ``Policy.preview_bash`` a paused turn first runs its previewable
 ``ask`` bash call in a throwaway copy-on-write view (activity

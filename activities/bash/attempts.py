@@ -1,4 +1,4 @@
-"""Transactional bash, as the bash tool uses it (issue 15): which attempt of a
+"""Transactional bash, as the bash tool uses it: which attempt of a
 call may run its command, and how the capture's outcome joins the result.
 
 The workflow retries a bash call after a lost worker (patch

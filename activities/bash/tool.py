@@ -1,5 +1,5 @@
 """The bash tool: running one validated command behind the resource fence and
-the physical fence (DESIGN.md §4).
+the physical fence.
 
 ``run_bash`` is the tool function (activity type ``bash``): the adapter
 between the tool call and the fences. It asks the fail-closed validator

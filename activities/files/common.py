@@ -75,7 +75,7 @@ def error_result(request: ToolRequest, message: str, **metadata: str) -> ToolRes
 def guarded(impl):
     """Turn confinement errors, refusals and OS errors (permission denied, name
     too long, symlink loops, I/O errors, disk full, ...) into error results
-    naming the path, also when called directly: a tool never raises (issue 11)."""
+    naming the path, also when called directly: a tool never raises."""
 
     def wrapper(request: ToolRequest, args):
         try:

@@ -356,7 +356,7 @@ def _edit_located(
             found=str(count),
         )
     result = _apply(data, o, n, args.replace_all)
-    written = recorded_write(request, loc, result, like=fst)  # wire: pre/post-images
+    written = recorded_write(request, loc, result, like=fst)  # pre/post-images
 
     # Where the replacements landed in the new content.
     starts, shift, at = [], len(n) - len(o), data.find(o)

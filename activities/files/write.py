@@ -61,12 +61,12 @@ def _summary(data: bytes) -> str:
 def write_file(request: ToolRequest, args: WriteFileArgs) -> ToolResult:
     """Create a file or replace its whole content, atomically, under the snapshot rule."""
     data = encode_text(args.content, "content")
-    made = record_new_folders(request, args.path)  # wire (issue 15): rollback removes them too
+    made = record_new_folders(request, args.path)  # rollback removes them too
     with WorkspaceRoot(request.workspace_root) as ws:
         loc, st = lookup(ws, args.path, create_parents=True)
         with loc:
             result = _write_located(request, ws, loc, st, data)
-    folders_made(request, made)  # wire
+    folders_made(request, made)
     return result
 
 
@@ -88,7 +88,7 @@ def _write_located(
     if st is None:
         if loc.name == ".":
             raise Refusal(f"{rel} is a folder, not a file: give the path of a file inside it", kind="directory")
-        written = recorded_write(request, loc, data, like=None, expect_absent=True)  # wire: pre/post-images
+        written = recorded_write(request, loc, data, like=None, expect_absent=True)  # pre/post-images
         gone = " (it had been deleted since you read it)" if snapshot_is_for(ws, held, rel) else ""
         return ok(f"Created {rel} ({_summary(data)}){gone}.", written, created="true")
 
@@ -111,7 +111,7 @@ def _write_located(
             else "(no diff shown: the file is too large to compare inline)"
         )
         raise Refusal(conflict_message(rel, held, st, diff), conflict="true")
-    written = recorded_write(request, loc, data, like=st)  # wire: pre/post-images
+    written = recorded_write(request, loc, data, like=st)  # pre/post-images
     return ok(f"Overwrote {rel} ({_summary(data)}; was {st.st_size} bytes).", written, created="false")
 
 

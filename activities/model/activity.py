@@ -29,7 +29,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.model import anthropic_messages as model_anthropic
 from activities.model import openai_chat as model_openai
-from activities.model.dispatch import StreamDispatcher, abandon_batch, merged_response  # streaming dispatch (issue 14)
+from activities.model.dispatch import StreamDispatcher, abandon_batch, merged_response
 from activities.model.transcript_store import TranscriptMissing, TranscriptStore
 from activities.workspace.paths import WorkspaceError
 from core.session import provider_errors as errors
@@ -216,7 +216,7 @@ def session_activities(
 ) -> list[Callable[..., Any]]:
     """The session's activities for a workspace worker. ``on_closed_call``
     sees each tool call the moment its JSON closes in the stream (the hook
-    for streaming dispatch, issue 14)."""
+    for streaming dispatch)."""
 
     @activity.defn(name=CALL_MODEL)
     async def call_model(request: ModelCallRequest) -> ModelResponse:
@@ -229,10 +229,10 @@ def session_activities(
             entries = await asyncio.to_thread(store.read, head)
         except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:
             raise _transcript_error(exc) from None
-        dispatcher = StreamDispatcher.for_activity(request.dispatch_to, config.provider)  # streaming dispatch
+        dispatcher = StreamDispatcher.for_activity(request.dispatch_to, config.provider)
         def progress(closed: list[AssembledCall]) -> None:
             activity.heartbeat()  # the SDK throttles these to a fraction of the timeout
-            if dispatcher is not None:  # streaming dispatch (issue 14)
+            if dispatcher is not None:
                 for call in closed:
                     dispatcher.closed(call)
             if on_closed_call is not None:
@@ -243,7 +243,7 @@ def session_activities(
         try:
             response = await stream_model(config, entries, api_key, base_url, progress)
         except Exception as exc:
-            if dispatcher is not None:  # streaming dispatch: a retry dispatches again
+            if dispatcher is not None:  # a retry dispatches again
                 dispatcher.cancel()
             classified = classify(config.provider, exc)
             if classified is None:
@@ -252,7 +252,7 @@ def session_activities(
         finally:
             beat.cancel()
         bounded = _bounded(response, config.provider, head)
-        if dispatcher is not None:  # streaming dispatch: the transcript records the merged batch
+        if dispatcher is not None:  # the transcript records the merged batch
             over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
             bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls, abandon=over))
         assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls)

@@ -1,4 +1,4 @@
-"""Streaming dispatch, the model activity's side (issue 14).
+"""Streaming dispatch, the model activity's side.
 
 ``call_model`` is given the id of an open turn (``ModelCallRequest.dispatch_to``).
 Each tool call whose arguments closed in the stream is signalled to that

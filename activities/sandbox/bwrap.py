@@ -1,4 +1,4 @@
-"""The physical fence: bubblewrap (DESIGN.md §4).
+"""The physical fence: bubblewrap.
 
 Where bubblewrap works, a command runs inside it with all capabilities
 dropped, seeing only the system folders, its programs' folders and the

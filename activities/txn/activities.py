@@ -1,4 +1,4 @@
-"""The activities of transactional bash beyond the bash tool itself (issue 15):
+"""The activities of transactional bash beyond the bash tool itself:
 
 - ``rollback_turn``: restore what a turn changed (write_file, edit_file and
   bash), on the worker that holds the workspace; idempotent (a path already

@@ -1,4 +1,4 @@
-"""Transactional bash: the small API the bash activity calls (issue 15).
+"""Transactional bash: the small API the bash activity calls.
 
     started = txn.start(root, request.turn_id, request.call_id)
     if started.mode in ("resume", "done"):      # a retry: never run the command again

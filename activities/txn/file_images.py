@@ -1,5 +1,5 @@
 """Pre- and post-images of the file tools' writes, so a turn's rollback
-covers write_file and edit_file as it covers bash (issue 15).
+covers write_file and edit_file as it covers bash.
 
 Before a write the file as it is (or its absence) is kept in the turn's
 transaction folder (``journal.record_preimage``); after it, what the write

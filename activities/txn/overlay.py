@@ -1,4 +1,4 @@
-"""Copy-on-write capture of a command's workspace effects (DESIGN.md §10).
+"""Copy-on-write capture of a command's workspace effects.
 
 The command runs on an overlay: the workspace is the lower layer, a per-call
 folder under ``.agent-artifacts/txn/<turn>/<call>/`` holds the upper layer,

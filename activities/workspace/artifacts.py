@@ -14,7 +14,7 @@ the cap (its own size is bounded by its writer). Only regular files directly
 in the folder whose names end in ``.txt`` are artifacts; ``.gitignore``,
 subfolders (another component's journal, say) and symlinks are left alone.
 
-Transactional bash's call folders (``txn/<turn>/<call>/``, issue 15) follow
+Transactional bash's call folders (``txn/<turn>/<call>/``) follow
 the age rule only, and only those ``journal.prunable`` lists (applied calls,
 whose turn then can no longer be rolled back, and leftovers of captures that
 never reached a journal): a journaled or previewed call is never deleted, a

@@ -2,7 +2,7 @@
 
 Python cannot kill a thread, and ``asyncio.to_thread`` abandons its thread
 when the awaiting task is cancelled: four cancelled reads of a 300 GiB file
-kept hashing for minutes, and the worker then ignored SIGTERM (issue 9). So a
+kept hashing for minutes, and the worker then ignored SIGTERM. So a
 tool runs in a thread of its own with a stop flag that long loops check
 (``check()``, once per chunk or folder); when the activity is cancelled (or
 times out) the flag is set and the activity waits for the thread to stop

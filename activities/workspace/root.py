@@ -2,7 +2,7 @@
 
 The worker runs as root, outside the sandbox, while sandboxed commands may
 change the workspace at any moment. Checking a path and then opening it by
-name loses to a script that swaps a folder for a symlink in between (issue 9:
+name loses to a script that swaps a folder for a symlink in between (measured:
 outside files read, writes landing outside). So nothing here re-opens a
 checked name: a path is resolved into an open descriptor of its *parent
 folder* plus one final name, and every operation is then relative to that

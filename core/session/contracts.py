@@ -94,7 +94,7 @@ class ModelCallRequest(BaseModel):
     # The transcript so far (None: empty) and what to add before calling.
     transcript_head: str | None
     append: list[TranscriptEntry] = Field(default_factory=list)
-    # Streaming dispatch (issue 14): the open turn that gets each tool call as
+    # Streaming dispatch: the open turn that gets each tool call as
     # its JSON closes (None: off; the calls run after the response).
     dispatch_to: str | None = None
     # Tokens the session may still use (its max_tokens minus usage): a response

@@ -4,7 +4,7 @@ Feed it OpenAI Chat Completions chunks or Anthropic Messages stream events as
 plain dicts (``chunk.model_dump()`` / ``event.to_dict()``); it accumulates the
 text, the usage and the tool calls, and ``feed`` returns each tool call at the
 moment its arguments' JSON object closes, so a caller can start work while
-the model is still writing (issue 14's streaming dispatch hooks in there).
+the model is still writing (streaming dispatch hooks in there).
 ``finish`` returns the whole response; arguments that never closed or do not
 parse go through the repair of ``core.tools.arguments`` first, with truncation
 handled conservatively (see ``complete_truncated``).

@@ -258,7 +258,7 @@ def judge_tokens(
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
-    # lists and pipelines, part by part (issue 12)
+    # lists and pipelines, part by part
     ("grep -rn X src | head -50", "allow", "2 parts"),
     ("nl -ba f.py | sed -n '240,520p'", "allow", None),
     ("ls -la && git status", "allow", None),

@@ -160,7 +160,7 @@ def judge_inner(outer: str, rest: list[str]) -> J:
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
-    # paths are judged after normalising (issue 9)
+    # paths are judged after normalising
     ("head -n 3 /./etc/passwd", "ask", "outside the workspace"),
     ("cat //etc/passwd", "ask", "outside the workspace"),
     ("cat /srv2/data.txt", "ask", "outside the workspace"),
@@ -180,7 +180,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("head -c 50G /dev/zero", "reject", "never ends"),
     ("head -c 100 /dev/urandom", "reject", "never ends"),
     ("wc -c /dev/tty", "reject", "never ends"),
-    # writes outside the workspace reject (issue 12)
+    # writes outside the workspace reject
     ("cp /dev/null /etc/passwd", "reject", "outside the workspace"),
     ("git log --output=/etc/passwd", "reject", "outside the workspace"),
     ("sort -o/etc/x data.txt", "reject", "outside the workspace"),

@@ -1,7 +1,7 @@
 """Tokenizing a compound command: words, list and pipe operators, redirections,
 quoted here-documents. Pure.
 
-The accepted subset (issue 12): plain words (single quotes, double quotes
+The accepted subset: plain words (single quotes, double quotes
 without ``$``/backtick/backslash), globs ``* ? [`` in unquoted words, the
 operators ``&& || ; |`` and newlines, the redirections ``N>&M``, ``N> FILE``,
 ``N>> FILE``, ``&> FILE``, ``< FILE`` and here-documents with a quoted

@@ -1,4 +1,4 @@
-"""Streaming dispatch (issue 14): the pure rules. No I/O, no Temporal.
+"""Streaming dispatch: the pure rules. No I/O, no Temporal.
 
 While the model streams, the ``call_model`` activity hands each tool call
 whose JSON closed to the open turn (``DispatchedCall``), and at the end the

@@ -2,7 +2,7 @@
 person clicking through the real Web UI of the embedded dev server (UI 2.54),
 driven in headless Chromium with Playwright.
 
-Path through the UI (DESIGN.md §9): workflow page → "User Metadata" shows the
+Path through the UI: workflow page → "User Metadata" shows the
 "current details" the workflow publishes (the pending calls and the digest) →
 "More Actions" → "Send a Signal" → signal name `approve` (the UI lists the
 workflow's signals from its metadata query) → JSON in the "Data" editor →

@@ -107,7 +107,7 @@ async def test_turn_in_flight_finishes_on_a_build_that_rejects_a_command_it_alre
             AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
         )
         deadline = time.monotonic() + 30
-        # wire (issue 15): a captured command's writes show in its copy-on-write upper layer first.
+        # a captured command's writes show in its copy-on-write upper layer first.
         while not any(workspace.glob(".agent-artifacts/txn/*/*/upper/slow.started")) and not (
             workspace / "slow.started"
         ).exists():

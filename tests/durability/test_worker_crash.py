@@ -19,7 +19,7 @@ from tests.support import call
 async def test_worker_killed_mid_batch(
     client: Client, workspace: Path, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # wire (issue 15): without copy-on-write capture (with it the retry runs the command
+    # without copy-on-write capture (with it the retry runs the command
     # again safely: tests/txn/test_txn_worker_crash.py), a lost command is not run again.
     monkeypatch.setenv("AGENT_TOOLS_TXN", "off")
     (workspace / "slow.py").write_text(
@@ -89,7 +89,7 @@ async def finish_on_a_new_worker(address: str, workspace: Path, task_queue: str,
 async def test_killed_after_writes_landed_the_replay_reports_them_applied(
     client: Client, workspace: Path, task_queue: str, tmp_path: Path, execution: str
 ) -> None:
-    """The targeted crash of issue 11: several writes and edits land on disk
+    """The targeted crash: several writes and edits land on disk
     within one workflow task (local activities), then the worker dies during
     a slow read. The replayed turn must report every effect as applied (from
     the applied-calls journal), never a conflict, and apply nothing twice."""

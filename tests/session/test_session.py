@@ -67,7 +67,7 @@ async def test_full_session(
 async def test_each_tool_call_surfaces_while_the_model_still_streams(
     provider: str, client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
 ) -> None:
-    """The hook streaming dispatch (issue 14) builds on: through the real SDK
+    """The hook streaming dispatch builds on: through the real SDK
     stream, a call is handed over when its JSON closes, before the response ends."""
     from activities.model.activity import session_activities
 

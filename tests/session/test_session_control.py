@@ -18,7 +18,7 @@ from tests.model_server import Reply, ScriptedModelServer, context_too_long, rat
 from tests.session.test_session_support import model_server  # noqa: F401  (fixture)
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
-from tests.txn.txn_helpers import written  # wire (issue 15)
+from tests.txn.txn_helpers import written
 
 
 async def _start(client: Client, workspace: Path, task_queue: str, provider: str = "openai", **kw: object) -> str:
@@ -163,7 +163,7 @@ async def test_cancelling_a_session_cancels_its_turn_and_records_what_ran(
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
         sid = await _start(client, workspace, task_queue)
         for _ in range(400):
-            if written(workspace, "started.txt"):  # wire (issue 15): captured writes show in the upper layer
+            if written(workspace, "started.txt"):  # captured writes show in the upper layer
                 break
             await asyncio.sleep(0.05)
         assert _running(script), "the command should be running now"

@@ -33,7 +33,7 @@ async def test_worker_killed_during_a_model_call_and_during_a_turn(
     client: Client, workspace: Path, task_queue: str, tmp_path: Path, model_server: ScriptedModelServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # wire (issue 15): the lost-command path is the one without copy-on-write capture (with it
+    # the lost-command path is the one without copy-on-write capture (with it
     # the retry re-runs the command safely: tests/txn/test_txn_worker_crash.py).
     monkeypatch.setenv("AGENT_TOOLS_TXN", "off")
     (workspace / "once.py").write_text("open('once.txt', 'a').write('ran\\n')\n")

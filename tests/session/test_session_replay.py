@@ -27,7 +27,7 @@ from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
-from tests.txn.txn_helpers import written  # wire (issue 15)
+from tests.txn.txn_helpers import written
 
 CONTINUED_AS_NEW = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
 CANCEL_REQUESTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
@@ -89,7 +89,7 @@ async def _record_one(client: Client, name: str, root: Path, server: ScriptedMod
             raise RuntimeError("no run continued as new")
         server.add(Reply(tool_calls=[tool("read_file", path="app.py"), tool("bash", command="python3 slow.py")]))
         sid = await sessions.start_session(client, session_id=f"history-{name}", policy="auto", **common)
-        while not written(root, "started.txt"):  # wire (issue 15): captured writes show in the upper layer
+        while not written(root, "started.txt"):  # captured writes show in the upper layer
             await asyncio.sleep(0.05)
         await sessions.cancel(client, sid)
         return await client.get_workflow_handle(sid).fetch_history()

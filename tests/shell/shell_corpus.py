@@ -58,13 +58,13 @@ REJECTS: list[tuple[str, str, str]] = [
     # redirections and heredocs
     ("cat < /etc/passwd", _SYNTAX, "redirection"),
     ("cat <<EOF", _SYNTAX, "here-document"),
-    ('cat <<< hi', _SYNTAX, "here-string"),  # issue 12: reason changed (the construct is now parsed)
+    ('cat <<< hi', _SYNTAX, "here-string"),  # reason changed (the construct is now parsed)
     # lists, pipes, background
     ("ls &", _SYNTAX, "background"),
     ("ls & ", _SYNTAX, "background"),
     ("sleep 100 & echo", _SYNTAX, "background"),
-    ('ls | sh', _SYNTAX, "interactive shell"),  # issue 12: reason changed (the construct is now parsed)
-    ('ls |& cat', _SYNTAX, "|&"),  # issue 12: reason changed (the construct is now parsed)
+    ('ls | sh', _SYNTAX, "interactive shell"),  # reason changed (the construct is now parsed)
+    ('ls |& cat', _SYNTAX, "|&"),  # reason changed (the construct is now parsed)
     ("ls\rid", _CHARS, "newline"),
     # grouping, functions, keywords, assignments
     ("(ls)", _SYNTAX, "subshell"),
@@ -94,7 +94,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("a[0]=1", _SYNTAX, "glob"),
     ("x=(a b)", _SYNTAX, "subshell"),
     # comments
-    ("#ls", _SYNTAX, "empty command"),  # issue 12: a comment is ignored, as bash does
+    ("#ls", _SYNTAX, "empty command"),  # a comment is ignored, as bash does
     # globs, braces, tilde
     ("l*", _SYNTAX, "glob"),
     ("/bin/l?", _SYNTAX, "glob"),
@@ -141,9 +141,9 @@ REJECTS: list[tuple[str, str, str]] = [
     ("$(", _SYNTAX, "command substitution"),
     ("${", _SYNTAX, "parameter expansion"),
     ("<<", _SYNTAX, "here-document"),
-    (';;', _SYNTAX, "case syntax"),  # issue 12: reason changed (the construct is now parsed)
-    ('&&', _SYNTAX, "empty command"),  # issue 12: reason changed (the construct is now parsed)
-    ('|', _SYNTAX, "empty command"),  # issue 12: reason changed (the construct is now parsed)
+    (';;', _SYNTAX, "case syntax"),  # reason changed (the construct is now parsed)
+    ('&&', _SYNTAX, "empty command"),  # reason changed (the construct is now parsed)
+    ('|', _SYNTAX, "empty command"),  # reason changed (the construct is now parsed)
     ("x" * 20_000, _PARSE, "too long"),
     # privilege
     ("sudo ls", _PRIV, "privilege"),
@@ -192,7 +192,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("date -s 2020-01-01", _SYSTEM, "system clock"),
     ("date --set=2020-01-01", _SYSTEM, "system clock"),
     ("git maintenance start", _SYSTEM, "schedules"),
-    ("docker ps", _SYSTEM, "host administration"),  # issue 12: containers are host administration (was ask)
+    ("docker ps", _SYSTEM, "host administration"),  # containers are host administration (was ask)
     # kill
     ("kill -9 1", _KILL, "kills processes"),
     ("kill -1", _KILL, "kills processes"),
@@ -202,10 +202,10 @@ REJECTS: list[tuple[str, str, str]] = [
     ("killall5", _KILL, "kills processes"),
     # wrappers
     ("env rm x", _WRAP, "wrapper"),
-    ("xargs rm", _WRAP, "named on stdin"),  # issue 12: xargs is judged by its command; files from stdin
+    ("xargs rm", _WRAP, "named on stdin"),  # xargs is judged by its command; files from stdin
     ("env", _WRAP, "wrapper"),
     ("/usr/bin/env python3 x.py", _WRAP, "wrapper"),
-    ("xargs -0 -n1 sh -c id", _WRAP, "inline code"),  # issue 12: xargs is judged by the command it runs
+    ("xargs -0 -n1 sh -c id", _WRAP, "inline code"),  # xargs is judged by the command it runs
     ("timeout 5 rm x", _WRAP, "wrapper"),
     ("nice -n 19 make", _WRAP, "wrapper"),
     ("ionice -c3 ls", _WRAP, "wrapper"),
@@ -238,7 +238,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("busybox sh", _WRAP, "wrapper"),
     ("busybox rm x", _WRAP, "wrapper"),
     ("valgrind ./a.out", _WRAP, "wrapper"),
-    ('find . -exec rm {} ;', _SYNTAX, "-exec"),  # issue 12: reason changed (the construct is now parsed)
+    ('find . -exec rm {} ;', _SYNTAX, "-exec"),  # reason changed (the construct is now parsed)
     ("find . -execdir sh -c id ';'", _WRAP, "-execdir"),
     ("find . -ok rm '{}' ';'", _WRAP, "-ok"),
     ("find . -okdir rm '{}' +", _WRAP, "-okdir"),
@@ -428,7 +428,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("wait", _BUILTIN, "builtin"),
     # interactive / infinite
     ("yes", _INFINITE, "never ends"),
-    ('yes | rm -i x', _SYNTAX, "never ends"),  # issue 12: reason changed (the construct is now parsed)
+    ('yes | rm -i x', _SYNTAX, "never ends"),  # reason changed (the construct is now parsed)
     ("tail -f log.txt", _INFINITE, "never ends"),
     ("tail -F log.txt", _INFINITE, "never ends"),
     ("tail --follow=name log.txt", _INFINITE, "never ends"),
@@ -569,73 +569,73 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("od -c x.bin", "allow", None),
     ("git config --get user.name", "allow", None),
     ("git clean -n", "allow", None),
-    ("curl https://example.com", "ask", None),  # issue 12: a download asks (uploads reject; | sh rejects)
+    ("curl https://example.com", "ask", None),  # a download asks (uploads reject; | sh rejects)
     ("curl -o x http://e", "ask", None),
     ("wget http://e", "ask", None),
     ("wget -q -O x.tgz http://e", "ask", None),
-    ('python3 -Ic x', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('python3 -cimport os', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('python3.12 -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('pypy3 -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("perl -e 'system(1)'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("perl -E 'say 1'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("perl -ne 'print' f", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("ruby -e 'puts 1'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("ruby -ne 'x' f", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("node -e 'require(1)'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('node -p 1', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('node -pe 1', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('node --eval 1', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('node --print=1', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('bun -e 1', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("php -r 'system(1);'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("python -c 'import os'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("python3 -c 'print(1)'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("python3 -W ignore -c 'x'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('python3 -Wignore -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('python3 -X importtime -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('/usr/bin/python3 -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ('.venv/bin/python -c x', "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("perl -pi -e 's/a/b/' f", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("perl '-Mstrict;system q(id);' x", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("deno eval 'Deno.exit()'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("lua -e 'os.execute()'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("Rscript -e 'system(1)'", "ask", None),  # issue 12: inline code asks like a script (was reject)
-    ("find . -exec rm '{}' ';'", "ask", None),  # issue 12: judged as its inner command (destructive ask)
-    ("r\\m x", "ask", ("rm", "x")),  # issue 12: an escaped character is literal, as in bash
-    ('echo "a\\"b"', "allow", ("echo", 'a"b')),  # issue 12: bash's backslash rules inside double quotes
-    ("ls # comment", "allow", ("ls",)),  # issue 12: comments are ignored, as bash does
+    ('python3 -Ic x', "ask", None),  # inline code asks like a script (was reject)
+    ('python3 -cimport os', "ask", None),  # inline code asks like a script (was reject)
+    ('python3.12 -c x', "ask", None),  # inline code asks like a script (was reject)
+    ('pypy3 -c x', "ask", None),  # inline code asks like a script (was reject)
+    ("perl -e 'system(1)'", "ask", None),  # inline code asks like a script (was reject)
+    ("perl -E 'say 1'", "ask", None),  # inline code asks like a script (was reject)
+    ("perl -ne 'print' f", "ask", None),  # inline code asks like a script (was reject)
+    ("ruby -e 'puts 1'", "ask", None),  # inline code asks like a script (was reject)
+    ("ruby -ne 'x' f", "ask", None),  # inline code asks like a script (was reject)
+    ("node -e 'require(1)'", "ask", None),  # inline code asks like a script (was reject)
+    ('node -p 1', "ask", None),  # inline code asks like a script (was reject)
+    ('node -pe 1', "ask", None),  # inline code asks like a script (was reject)
+    ('node --eval 1', "ask", None),  # inline code asks like a script (was reject)
+    ('node --print=1', "ask", None),  # inline code asks like a script (was reject)
+    ('bun -e 1', "ask", None),  # inline code asks like a script (was reject)
+    ("php -r 'system(1);'", "ask", None),  # inline code asks like a script (was reject)
+    ("python -c 'import os'", "ask", None),  # inline code asks like a script (was reject)
+    ("python3 -c 'print(1)'", "ask", None),  # inline code asks like a script (was reject)
+    ("python3 -W ignore -c 'x'", "ask", None),  # inline code asks like a script (was reject)
+    ('python3 -Wignore -c x', "ask", None),  # inline code asks like a script (was reject)
+    ('python3 -X importtime -c x', "ask", None),  # inline code asks like a script (was reject)
+    ('/usr/bin/python3 -c x', "ask", None),  # inline code asks like a script (was reject)
+    ('.venv/bin/python -c x', "ask", None),  # inline code asks like a script (was reject)
+    ("perl -pi -e 's/a/b/' f", "ask", None),  # inline code asks like a script (was reject)
+    ("perl '-Mstrict;system q(id);' x", "ask", None),  # inline code asks like a script (was reject)
+    ("deno eval 'Deno.exit()'", "ask", None),  # inline code asks like a script (was reject)
+    ("lua -e 'os.execute()'", "ask", None),  # inline code asks like a script (was reject)
+    ("Rscript -e 'system(1)'", "ask", None),  # inline code asks like a script (was reject)
+    ("find . -exec rm '{}' ';'", "ask", None),  # judged as its inner command (destructive ask)
+    ("r\\m x", "ask", ("rm", "x")),  # an escaped character is literal, as in bash
+    ('echo "a\\"b"', "allow", ("echo", 'a"b')),  # bash's backslash rules inside double quotes
+    ("ls # comment", "allow", ("ls",)),  # comments are ignored, as bash does
     ("ls #", "allow", ("ls",)),
     ("git show HEAD@{1}", "allow", ("git", "show", "HEAD@{1}")),  # no comma: bash does not brace-expand
-    ("echo '\u00e9 \u2713'", "allow", ("echo", "\u00e9 \u2713")),  # issue 12: quoted Unicode is data
-    ('ls > out', "ask", None),  # issue 12: compound commands, redirections, globs
-    ('ls >> out', "ask", None),  # issue 12: compound commands, redirections, globs
-    ('ls 2>&1', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('ls &> out', "ask", None),  # issue 12: compound commands, redirections, globs
-    ('ls >out', "ask", None),  # issue 12: compound commands, redirections, globs
-    ('echo hi 1>/dev/null', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('ls; id', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('ls ;', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('ls && id', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('ls || id', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('cat x | grep y', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('true;rm x', "ask", None),  # issue 12: compound commands, redirections, globs
-    ('ls\nid', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('ls\n\nrm -rf x', "ask", None),  # issue 12: compound commands, redirections, globs
-    ('ls *.py', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('cat ?', "allow", None),  # issue 12: compound commands, redirections, globs
-    ('ls [ab]', "allow", None),  # issue 12: compound commands, redirections, globs
-    ("echo 'a\nb'", "allow", None),  # issue 12: compound commands, redirections, globs
-    ("r'm' x", "ask", None),  # issue 12: destructive ask (was reject)
-    ('/bin/rm x', "ask", None),  # issue 12: destructive ask (was reject)
-    ('/usr/bin/rm -rf .', "ask", None),  # issue 12: destructive ask (was reject)
-    ('RM -rf x', "ask", None),  # issue 12: destructive ask (was reject)
-    ('rm x', "ask", None),  # issue 12: destructive ask (was reject)
-    ('unlink x', "ask", None),  # issue 12: destructive ask (was reject)
-    ('truncate -s 0 x', "ask", None),  # issue 12: destructive ask (was reject)
-    ('uv run rm -rf x', "ask", None),  # issue 12: destructive ask (was reject)
-    ("git clean -f", "ask", None),  # issue 12: destructive ask (was reject)
-    ("git clean -fdx", "ask", None),  # issue 12: destructive ask (was reject)
+    ("echo '\u00e9 \u2713'", "allow", ("echo", "\u00e9 \u2713")),  # quoted Unicode is data
+    ('ls > out', "ask", None),  # compound commands, redirections, globs
+    ('ls >> out', "ask", None),  # compound commands, redirections, globs
+    ('ls 2>&1', "allow", None),  # compound commands, redirections, globs
+    ('ls &> out', "ask", None),  # compound commands, redirections, globs
+    ('ls >out', "ask", None),  # compound commands, redirections, globs
+    ('echo hi 1>/dev/null', "allow", None),  # compound commands, redirections, globs
+    ('ls; id', "allow", None),  # compound commands, redirections, globs
+    ('ls ;', "allow", None),  # compound commands, redirections, globs
+    ('ls && id', "allow", None),  # compound commands, redirections, globs
+    ('ls || id', "allow", None),  # compound commands, redirections, globs
+    ('cat x | grep y', "allow", None),  # compound commands, redirections, globs
+    ('true;rm x', "ask", None),  # compound commands, redirections, globs
+    ('ls\nid', "allow", None),  # compound commands, redirections, globs
+    ('ls\n\nrm -rf x', "ask", None),  # compound commands, redirections, globs
+    ('ls *.py', "allow", None),  # compound commands, redirections, globs
+    ('cat ?', "allow", None),  # compound commands, redirections, globs
+    ('ls [ab]', "allow", None),  # compound commands, redirections, globs
+    ("echo 'a\nb'", "allow", None),  # compound commands, redirections, globs
+    ("r'm' x", "ask", None),  # destructive ask (was reject)
+    ('/bin/rm x', "ask", None),  # destructive ask (was reject)
+    ('/usr/bin/rm -rf .', "ask", None),  # destructive ask (was reject)
+    ('RM -rf x', "ask", None),  # destructive ask (was reject)
+    ('rm x', "ask", None),  # destructive ask (was reject)
+    ('unlink x', "ask", None),  # destructive ask (was reject)
+    ('truncate -s 0 x', "ask", None),  # destructive ask (was reject)
+    ('uv run rm -rf x', "ask", None),  # destructive ask (was reject)
+    ("git clean -f", "ask", None),  # destructive ask (was reject)
+    ("git clean -fdx", "ask", None),  # destructive ask (was reject)
     ("git --version", "allow", None),
     ("git diff --output=patch.txt", "ask", None),
     ("git diff --ext-diff", "ask", None),
@@ -665,17 +665,17 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("python3 -u prog.py", "ask", None),
     ("python3 prog.py -c x", "ask", None),
     ("python3 -m pip install -e .", "ask", None),
-    ("python --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
-    ("python3 -V", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
-    ("node --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
+    ("python --version", "ask", None),  # the repository may select the toolchain (allow only with workspace facts)
+    ("python3 -V", "ask", None),  # the repository may select the toolchain (allow only with workspace facts)
+    ("node --version", "ask", None),  # the repository may select the toolchain (allow only with workspace facts)
     ("node server.js", "ask", None),
-    ("go version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
+    ("go version", "ask", None),  # the repository may select the toolchain (allow only with workspace facts)
     ("go test ./...", "ask", ("go", "test", "./...")),
     ("go build ./cmd/app", "ask", None),
-    ("cargo --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
+    ("cargo --version", "ask", None),  # the repository may select the toolchain (allow only with workspace facts)
     ("cargo build", "ask", ("cargo", "build")),
     ("cargo test --release", "ask", None),
-    ("rustc --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
+    ("rustc --version", "ask", None),  # the repository may select the toolchain (allow only with workspace facts)
     ("npm test", "ask", ("npm", "test")),
     ("npm run build", "ask", None),
     ("npm install", "ask", None),
@@ -691,7 +691,7 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("chmod +x run.sh", "ask", None),
     ("chmod -R u+w build", "ask", None),
     ("pip install requests", "ask", None),
-    ("pip --version", "ask", None),  # issue 9: the repository may select the toolchain (allow only with workspace facts)
+    ("pip --version", "ask", None),  # the repository may select the toolchain (allow only with workspace facts)
     ("uv run pytest -q", "ask", None),
     ("tar -czf out.tar.gz src", "ask", None),
     ("tar -tf x.tar", "ask", None),

@@ -1,4 +1,4 @@
-"""What runs is exactly what was validated (issue 12, deliver 2): the
+"""What runs is exactly what was validated: the
 executor runs a ``CommandList`` plan, never the model's string. Plans are
 built directly here (the validator's own plans are its tests' business), fed
 adversarial words, and the tests assert what actually ran: the programs

@@ -1,4 +1,4 @@
-"""Defence in depth for `allow` (issue 9, deliver 1), with real bubblewrap,
+"""Defence in depth for `allow`, with real bubblewrap,
 real cgroups and real files: a command judged read-only runs against a
 read-only workspace; the sandbox shows an allowlist of folders; /tmp and
 /dev/shm are bounded; the whole command has one memory limit; artifacts are
@@ -78,7 +78,7 @@ async def test_a_wrongly_allowed_write_is_contained(
         "append": (PY, "-c", "open('keep.txt', 'a').write('appended')"),
         "delete": (PY, "-c", "import os; os.remove('keep.txt')"),
         "git-config": (PY, "-c", "open('.git/config', 'a').write('[core]\\n\\tfsmonitor = touch /tmp/p\\n')"),
-        # The attack's own findings (issue 9): awk and sed writing from "read-only" scripts.
+        # The attack's own findings: awk and sed writing from "read-only" scripts.
         "awk": ("awk", 'BEGIN{print "}" > "pwned.txt"}'),
         "sed-w": ("sed", "-n", "bx;:x w pwned.txt", "keep.txt"),
     }[how]

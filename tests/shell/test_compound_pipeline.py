@@ -1,4 +1,4 @@
-"""Compound commands of real agents through the real pipeline (issue 12): the
+"""Compound commands of real agents through the real pipeline: the
 turn workflow on the dev server, the worker's bash activity, bubblewrap on.
 The commands are shapes taken from the real-command corpus; the expected
 outputs are what bash itself prints for them."""

@@ -1,4 +1,4 @@
-"""The validator judged on real agent commands (issue 12, item 5).
+"""The validator judged on real agent commands.
 
 Goals: at most 10% of legitimate (allow/ask-labelled) commands rejected; no
 reject-labelled command allowed, nor accepted at all unless documented in

@@ -1,5 +1,5 @@
 """Huge files get a bounded snapshot, and no reader thread outlives its
-activity attempt (issue 9: four read_file calls on a 300 GiB sparse file
+activity attempt (four read_file calls on a 300 GiB sparse file
 pinned the worker for 5 minutes and left hashing threads running after their
 attempts were cancelled)."""
 

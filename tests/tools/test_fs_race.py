@@ -1,4 +1,4 @@
-"""The file tools against a sandboxed attacker (issue 9): a script inside the
+"""The file tools against a sandboxed attacker: a script inside the
 real bubblewrap sandbox (the bash tool's own ``bwrap_argv``, so it has exactly
 the sandbox's powers) keeps swapping a folder of the workspace with a symlink
 to an outside folder, while thousands of read_file / write_file / edit_file

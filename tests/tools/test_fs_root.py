@@ -1,6 +1,6 @@
 """activities.workspace.root and the error paths every file and search tool shares:
-names with control characters refused (issue 9), OS errors such as a
-300-character name turned into error results naming the path (issue 11), and
+names with control characters refused, OS errors such as a
+300-character name turned into error results naming the path, and
 the openat2 and component-by-component resolutions agreeing."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def test_plain_unicode_names_are_fine(workspace: Path) -> None:
 
 # --------------------------------------------- OS errors become error results
 
-LONG = "n" * 300  # a 300-character component: ENAMETOOLONG (issue 11)
+LONG = "n" * 300  # a 300-character component: ENAMETOOLONG
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Streaming dispatch (issue 14) against the real dev server, the scripted
+"""Streaming dispatch against the real dev server, the scripted
 model server and the official SDKs: what starts while the model is still
 writing, what waits, dedup, and a model call retried after some calls ran.
 Order is asserted on the turn's recorded history, never on wall-clock time."""

@@ -1,4 +1,4 @@
-"""Safe to apply (issue 15 §3), on real overlays: symlink escapes and writes
+"""Safe to apply, on real overlays: symlink escapes and writes
 through symlinks are refused, files changed in the real workspace since the
 command started are conflicts, and in every refusal nothing is applied."""
 

@@ -109,7 +109,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("awk -f prog.awk data", "ask", "program file"),
     ("gawk -l filefuncs 'BEGIN{}'", "reject", "shared library"),
     ("gawk --lo=x 'BEGIN{}'", "reject", "shared library"),
-    # issue 9: a `}` or `;` inside a string must not end the print statement
+    # a `}` or `;` inside a string must not end the print statement
     ("awk 'BEGIN{print \"}\" > \"x.txt\"}'", "reject", "may run commands"),
     ("awk 'BEGIN{print \";\" >> \"x.txt\"}'", "reject", "may run commands"),
     ("awk '{print $1 > 3}' f", "reject", "may run commands"),

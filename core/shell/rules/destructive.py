@@ -79,7 +79,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("wipe x", "reject", "beyond recovery"),
     ("dd if=/dev/zero of=x", "reject", "beyond recovery"),
     ("chmod -R 777 /", "reject", "outside the workspace"),
-    # issue 9: abbreviations of --recursive
+    # abbreviations of --recursive
     ("chmod --rec 000 /", "reject", "outside the workspace"),
     ("chmod --recursive 000 /", "reject", "outside the workspace"),
     ("chown --rec me /etc", "reject", "outside the workspace"),

@@ -146,7 +146,7 @@ def git_destructive(sub: str, rest: list[str]) -> J | None:
 
 
 CASES: list[tuple[str, str, str | None]] = [
-    # issue 9: -O inside a short-option cluster runs its value through sh
+    # -O inside a short-option cluster runs its value through sh
     ("git grep -iO'touch pwned' hello", "reject", "pager"),
     ("git grep -hO'sh s.sh' x", "reject", "pager"),
     ("git grep -nOsh x", "reject", "pager"),
@@ -157,7 +157,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("git grep -e -O x", "allow", None),  # -O here is the pattern, the value of -e
     ("git grep -in 'def main' -- src", "allow", "only reads"),
     ("git grep --weird x", "ask", "--weird"),
-    # issue 9: options are parsed in order, negations included
+    # options are parsed in order, negations included
     ("git clean -n --no-dry-run -f", "ask+destructive", "deletes untracked"),
     ("git clean -n --no-n -f", "ask+destructive", "deletes untracked"),
     ("git clean -n --no-dry -f", "ask+destructive", "deletes untracked"),

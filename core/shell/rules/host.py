@@ -1,6 +1,6 @@
 """Host administration, long-running servers and privileged containers: reject. Pure.
 
-These change or occupy the machine rather than the workspace (issue 12):
+These change or occupy the machine rather than the workspace:
 network and storage administration (``ip``, ``zfs``, ``dmsetup``, ``kexec``,
 LVM ...), system package managers (their read-only queries ask), servers that
 run until the timeout (``python3 -m http.server`` is judged in

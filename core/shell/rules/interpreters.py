@@ -2,8 +2,8 @@
 approves), shells with options and code from stdin or a URL reject. Pure.
 
 Inline code (``python3 -c``, ``node -e``, ``perl -e`` ...) is no more powerful
-than a script the agent writes and runs, so it asks like a script (issue 12;
-reviewers label it so). Shell code (``bash -c``) stays rejected: it would hide
+than a script the agent writes and runs, so it asks like a script
+(reviewers label it so). Shell code (``bash -c``) stays rejected: it would hide
 a whole command line from the validator's rules.
 """
 

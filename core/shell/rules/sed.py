@@ -112,7 +112,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("sed 's/a/b/w out' f", "reject", "s///w"),
     ("sed '1r /etc/shadow' x.txt", "ask", "reads another file"),
     ("sed --e='1e id' f", "reject", "`e` command"),
-    # issue 9: GNU sed reads labels, `v` and brackets differently from a naive parser
+    # GNU sed reads labels, `v` and brackets differently from a naive parser
     ("sed -n 'bx;:x w s.py' a.txt", "ask", "outside the small sed grammar"),
     ("sed -n 'v 4.2 w out.txt' a.txt", "ask", "outside the small sed grammar"),
     ("sed -n 'b nolabel w s.py' a.txt", "ask", "outside the small sed grammar"),
