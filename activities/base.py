@@ -17,7 +17,8 @@ from pydantic import ValidationError
 from temporalio import activity
 
 from activities.txn.applied import record_result, recorded_result
-from activities.workspace.paths import WorkspaceError, save_artifact
+from activities.workspace.artifacts import save_artifact
+from activities.workspace.paths import WorkspaceError
 from core.tools.arguments import describe_validation_error
 from core.contracts import ToolRequest, ToolResult
 from core.tools.specs import BASH, TOOLS, ToolArgs

@@ -33,7 +33,8 @@ from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build
 import cli.session
 from core.tools.call_documents import CallDocumentError, calls_from_document
 from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
-from core.tools.formatting import describe_pending_call, render_text, shown
+from core.tools.formatting import render_text, shown
+from core.tools.specs import describe_pending_call
 from core.shell import validate_command
 from core.tools.specs import tool_definitions
 from runtime.connection import ConnectionFailed, connect

@@ -139,7 +139,7 @@ class AgentTurnWorkflow:
         # New turns record their plan; histories from before keep planning here.
         self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
         # the batch arrives by dispatch/close_batch.
-        self._dispatch = TurnDispatch(self, _describe_infrastructure_failure) if turn.open_batch else None
+        self._dispatch = TurnDispatch(self._invoke, self._record, _describe_infrastructure_failure) if turn.open_batch else None
         if not self._recorded and turn.policy is not None:
             # Prepared here, not in run(), so a decision that arrives with
             # the very first workflow task already finds the turn paused.

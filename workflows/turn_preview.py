@@ -19,19 +19,30 @@ Behind patch ``bash-preview`` (and only for turns whose policy asks for it)."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from core.contracts import PlannedCall, ToolRequest, ToolResult, ToolStatus
+    from core.contracts import PendingCall, PlannedCall, Policy, ToolRequest, ToolResult, ToolStatus, TurnInput
     from core.tools.specs import BASH, TOOLS
     from workflows.activity_options import HEARTBEAT_TIMEOUT, options_for
 
-if TYPE_CHECKING:
-    from workflows.turn import AgentTurnWorkflow
+
+class PreviewedTurn(Protocol):
+    """What the previews read of the turn (the turn workflow has these)."""
+
+    _turn: TurnInput
+    _recorded: bool
+    _policy: Policy
+    _pending: list[PendingCall]
+    _calls: list[PlannedCall]
+    _results: dict[int, ToolResult]
+
+    def _arguments(self, call: PlannedCall) -> dict[str, Any]: ...
+
 
 PREVIEW_PATCH = "bash-preview"
 PREVIEW_ACTIVITY = "bash_preview"  # = activities.bash.tool.BASH_PREVIEW
@@ -57,7 +68,7 @@ def previewable(calls: list[PlannedCall]) -> PlannedCall | None:
 class TurnPreviews:
     """The previews of one turn (at most one call today, see the module doc)."""
 
-    def __init__(self, turn: "AgentTurnWorkflow") -> None:
+    def __init__(self, turn: PreviewedTurn) -> None:
         self.turn = turn
         self.previewed: list[PlannedCall] = []
 

@@ -33,9 +33,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from activities.txn import journal
+from activities.txn.overlay import remove_tree
+from activities.workspace.paths import ARTIFACTS_DIR, open_artifact
+
 log = logging.getLogger(__name__)
 
-ARTIFACTS_FOLDER = ".agent-artifacts"  # = activities.workspace.paths.ARTIFACTS_DIR (no import: no cycle)
+ARTIFACTS_FOLDER = ARTIFACTS_DIR
 MAX_TOTAL_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_MB"
 MAX_AGE_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_AGE_H"
 DEFAULT_MAX_TOTAL_BYTES = 256 << 20
@@ -46,6 +50,18 @@ DEFAULT_MAX_AGE_S = 7 * 24 * 3600
 class Pruned:
     removed: tuple[str, ...]  # names deleted
     kept_bytes: int  # total size of the artifacts left
+
+
+def save_artifact(root: str | Path, call_id: str, label: str, data: str | bytes) -> str:
+    """Save full output that did not fit in a result; return its path relative
+    to the workspace root."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", errors="replace")
+    fd, rel = open_artifact(root, call_id, label)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    prune_artifacts(root, keep=rel)  # the retention rule, below
+    return rel
 
 
 def _setting(name: str, default: int, scale: int) -> int:
@@ -128,8 +144,6 @@ def prune_artifacts(
 
 def _prune_txn(root: str | os.PathLike[str], older_than: float) -> list[str]:
     """Delete the txn call folders journal.prunable allows, older than the cut."""
-    from activities.txn import journal  # here: journal imports the workspace helpers, which import us
-    from activities.txn.overlay import remove_tree
 
     removed: list[str] = []
     try:
