@@ -49,7 +49,8 @@ from core.contracts import (
     Workspace,
 )
 from core.turn.limits import LimitExceeded, check_batch
-from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
+from core.names import TURN_WORKFLOW
+from workflows.turn import AgentTurnWorkflow
 from core.txn_contracts import RollbackResult
 from runtime.txn_api import rollback  # noqa: F401 - rollback(client, turn_id)
 from workflows.rollback import TurnRollbackWorkflow
@@ -144,7 +145,7 @@ class StuckTask:
             )
         if "not registered" in text or "unknown workflow" in text:
             return (
-                f"The worker polling its task queue does not know the workflow type {WORKFLOW_NAME}: "
+                f"The worker polling its task queue does not know the workflow type {TURN_WORKFLOW}: "
                 "start a worker of this project (python worker.py ...) on that queue."
             )
         return (
@@ -356,7 +357,7 @@ class TurnClient:
     async def pending(self) -> list[dict[str, Any]]:
         """Running turns that wait for approval, and running turns that are
         stuck (with ``stuck`` set to the explanation)."""
-        query = f'WorkflowType="{WORKFLOW_NAME}" AND ExecutionStatus="Running"'
+        query = f'WorkflowType="{TURN_WORKFLOW}" AND ExecutionStatus="Running"'
         found = []
         async for execution in self.client.list_workflows(query):
             memo = await execution.memo()

@@ -36,7 +36,8 @@ from core.session.contracts import (
     SessionView,
     TranscriptEntry,
 )
-from workflows.session import WORKFLOW_NAME, AgentSessionWorkflow
+from core.names import SESSION_WORKFLOW, STATUS_QUERY
+from workflows.session import AgentSessionWorkflow
 
 __all__ = [
     "SessionError", "SessionLimits", "SessionResult", "SessionState", "SessionView", "TranscriptEntry",
@@ -111,7 +112,7 @@ async def start_session(
 
 async def _turn_progress(client: Client, turn_id: str) -> TurnProgress | None:
     try:
-        return await client.get_workflow_handle(turn_id).query("status", result_type=TurnProgress)
+        return await client.get_workflow_handle(turn_id).query(STATUS_QUERY, result_type=TurnProgress)
     except Exception:  # not started yet, or gone: nothing to show
         return None
 
@@ -270,7 +271,7 @@ async def cancel(client: Client, session_id: str) -> SessionResult:
 
 
 async def running_sessions(client: Client) -> list[str]:
-    query = f'WorkflowType="{WORKFLOW_NAME}" AND ExecutionStatus="Running"'
+    query = f'WorkflowType="{SESSION_WORKFLOW}" AND ExecutionStatus="Running"'
     return [e.id async for e in client.list_workflows(query)]
 
 

@@ -27,7 +27,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.plan import PLAN_TURN_ACTIVITY, PlanRequest
+    from core.names import PLAN_TURN_ACTIVITY
+    from activities.plan import PlanRequest
     from core.contracts import CallProgress, PlannedCall, ToolCall, ToolResult, TurnInput, TurnPlan
     from core.turn.early_dispatch import BatchBook, BatchClose, CallFacts, ClosedBatch, DispatchedCall, Key, same_call
 

@@ -425,5 +425,4 @@ def _describe_outcome(outcome: ExecOutcome, args: BashArgs, meta: dict[str, str]
 
 
 bash_activity = tool_activity(BASH, run_bash, in_thread=False)
-BASH_PREVIEW = "bash_preview"  # activity type of the preview run
 

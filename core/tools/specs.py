@@ -14,16 +14,10 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.contracts import PendingCall
+from core.names import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, WRITE_FILE
 from core.shell import Verdict, validate_command
 from core.tools.formatting import shown
 from core.tools.review import review_arguments, review_command, review_edit, review_write
-
-READ_FILE = "read_file"
-WRITE_FILE = "write_file"
-EDIT_FILE = "edit_file"
-GREP = "grep"
-GLOB = "glob"
-BASH = "bash"
 
 DEFAULT_READ_LIMIT = 2000
 MAX_READ_LIMIT = 10_000

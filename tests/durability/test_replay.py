@@ -10,7 +10,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.durability.record_histories import HISTORIES, SCENARIOS
-from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
+from core.names import TURN_WORKFLOW as WORKFLOW_NAME
+from workflows.turn import AgentTurnWorkflow
 
 with workflow.unsafe.imports_passed_through():
     from core.contracts import TurnInput, TurnResult
