@@ -11,8 +11,8 @@ approve what it wants to run, read its transcript, end it.
     print(view.last_answer)
 
 This module is the only place that builds a ``SessionInput``; client.py's
-``session`` commands, the demo and the tests use it. ``worker_parts`` adds the
-session to an existing worker.
+``session`` commands, the demo and the tests use it. A worker runs sessions
+through ``runtime.plugin.AgentToolsPlugin``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError
@@ -42,7 +42,7 @@ from workflows.session import AgentSessionWorkflow
 __all__ = [
     "SessionError", "SessionLimits", "SessionResult", "SessionState", "SessionView", "TranscriptEntry",
     "session_input", "start_session", "run_session", "session_status", "pending", "wait_for_answer", "send",
-    "approve", "reject", "transcript", "result", "close", "cancel", "running_sessions", "worker_parts",
+    "approve", "reject", "transcript", "result", "close", "cancel", "running_sessions",
 ]
 
 
@@ -273,11 +273,3 @@ async def cancel(client: Client, session_id: str) -> SessionResult:
 async def running_sessions(client: Client) -> list[str]:
     query = f'WorkflowType="{SESSION_WORKFLOW}" AND ExecutionStatus="Running"'
     return [e.id async for e in client.list_workflows(query)]
-
-
-def worker_parts(workspace_root: str | None) -> tuple[Sequence[type], Sequence[Callable[..., Any]]]:
-    """(workflows, activities) to add to an existing worker on the
-    workspace's task queue (next to the turn workflow and the tools)."""
-    from activities.model.activity import session_activities
-
-    return [AgentSessionWorkflow], session_activities(workspace_root)

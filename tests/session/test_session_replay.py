@@ -27,7 +27,7 @@ from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
-from tests.txn.txn_helpers import written
+from tests.txn.support.helpers import written
 
 CONTINUED_AS_NEW = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
 CANCEL_REQUESTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED

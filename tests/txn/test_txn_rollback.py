@@ -17,8 +17,8 @@ from temporalio.client import Client
 
 from core.contracts import ToolCall
 from tests.processes import run_client, server_address
-from tests.txn.txn_helpers import modes, needs_overlay, tree
-from tests.txn.txn_pipeline import bash_call, result, start, worker
+from tests.txn.support.helpers import modes, needs_overlay, tree
+from tests.txn.support.pipeline import bash_call, result, start, worker
 
 pytestmark = needs_overlay
 
