@@ -18,10 +18,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from core.contracts import Policy
+from core.contracts import POLICY_MODES, Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
 from runtime.devserver import DevServer, DevServerError, port_open
-from runtime.worker import DEFAULT_TASK_QUEUE, build_worker
+from runtime.config import DEFAULT_TASK_QUEUE
+from runtime.worker import build_worker
 
 log = logging.getLogger("worker")
 
@@ -37,7 +38,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ui-port", type=int, default=8233, help="dev server Web UI port")
     parser.add_argument(
         "--policy",
-        choices=["auto", "ask-writes", "ask-all"],
+        choices=POLICY_MODES,
         default="ask-writes",
         help="default approval mode for turns that do not name a policy",
     )
