@@ -23,6 +23,11 @@ from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_
 from temporalio.converter import DataConverter
 from temporalio.plugin import SimplePlugin
 
+# The activities before the workflows: a workflow sandbox that re-imports this
+# module (a test workflow's module importing the worker does) otherwise ends
+# up with two copies of the contracts.
+from activities.registry import build_activities
+from core.config import ToolSettings
 from core.contracts import Policy
 from workflows.rollback import TurnRollbackWorkflow
 from workflows.session import AgentSessionWorkflow
@@ -55,7 +60,10 @@ class AgentToolsPlugin(SimplePlugin):
 
     ``default_policy`` answers turns that name no policy (default
     ``Policy()``, ask-writes). ``on_closed_call`` sees each model tool call
-    the moment its JSON closes in the stream."""
+    the moment its JSON closes in the stream. ``tool_settings`` fixes the
+    tools' settings for the process once the worker is built (the command
+    line's flags over the environment); None reads the ``AGENT_TOOLS_*``
+    variables at each call."""
 
     def __init__(
         self,
@@ -63,10 +71,12 @@ class AgentToolsPlugin(SimplePlugin):
         workspace: str | None,
         default_policy: Policy | None = None,
         on_closed_call: Callable[..., None] | None = None,
+        tool_settings: ToolSettings | None = None,
     ) -> None:
         self.workspace = workspace
         self.default_policy = default_policy
         self.on_closed_call = on_closed_call
+        self.tool_settings = tool_settings
         super().__init__(
             PLUGIN_NAME,
             data_converter=_pydantic_payloads,
@@ -77,8 +87,10 @@ class AgentToolsPlugin(SimplePlugin):
     def registered_activities(self) -> list[Callable[..., Any]]:
         """Every activity this plugin registers."""
         from activities.model.activity import session_activities  # here: keeps the model SDKs out of workflow sandboxes
-        from activities.registry import build_activities
+        from activities import settings
 
+        if self.tool_settings is not None:
+            settings.use(self.tool_settings)
         return [
             *build_activities(self.workspace, self.default_policy),
             *session_activities(self.workspace, on_closed_call=self.on_closed_call),

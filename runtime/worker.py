@@ -11,6 +11,7 @@ from temporalio.client import Client
 from temporalio.common import VersioningBehavior
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig, WorkerDeploymentVersion
 
+from core.config import ToolSettings
 from core.contracts import Policy
 from runtime.config import DEFAULT_TASK_QUEUE
 from runtime.plugin import AgentToolsPlugin
@@ -29,6 +30,7 @@ def build_worker(
     extra_workflows: Sequence[type] = (),
     extra_activities: Sequence[Callable[..., Any]] = (),
     deployment: tuple[str, str] | None = None,
+    tool_settings: ToolSettings | None = None,
 ) -> Worker:
     """A worker that runs turn workflows and the tools for ``workspace``
     (None: any path; tests and the benchmark use that).
@@ -37,7 +39,9 @@ def build_worker(
     stand-ins do). ``sandboxed_workflows=False`` runs workflow code without
     the SDK's sandbox: about 8-10 ms less CPU per turn and ~1.5 ms less per
     local tool call (bench/), at the price of the sandbox's runtime guard
-    against non-deterministic calls; tests and replay always keep it on."""
+    against non-deterministic calls; tests and replay always keep it on.
+    ``tool_settings`` fixes the tools' settings for this process (None:
+    they are read from the environment at each call)."""
     options: dict[str, Any] = {}
     if not sandboxed_workflows:
         options["workflow_runner"] = UnsandboxedWorkflowRunner()
@@ -55,7 +59,7 @@ def build_worker(
         task_queue=task_queue,
         workflows=list(extra_workflows),
         activities=list(extra_activities),
-        plugins=[AgentToolsPlugin(workspace=workspace, default_policy=default_policy)],
+        plugins=[AgentToolsPlugin(workspace=workspace, default_policy=default_policy, tool_settings=tool_settings)],
         max_concurrent_activities=max_concurrent_activities,
         # A parallel stage schedules all its calls in one workflow task; by
         # default the worker eagerly takes only 3 of them and the rest go

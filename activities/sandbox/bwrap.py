@@ -18,7 +18,9 @@ import subprocess
 import tempfile
 from typing import Sequence
 
-from activities.sandbox.settings import BWRAP_ENV, SANDBOX_ENV, sandbox_mode
+from activities.sandbox.settings import SANDBOX_ENV, sandbox_mode
+from activities.settings import current
+from core.config import ToolSettings
 from activities.sandbox.environment import DEFAULT_PATH, SANDBOX_HOME
 
 log = logging.getLogger(__name__)
@@ -34,7 +36,7 @@ _warned: set[str] = set()
 
 
 def bwrap_path() -> str | None:
-    configured = os.environ.get(BWRAP_ENV, "").strip()
+    configured = current().bwrap
     if configured:
         return configured
     return shutil.which("bwrap")
@@ -60,11 +62,8 @@ _SECRET_NAMES = ("credentials", "credentials.toml", ".credentials.json", ".netrc
 # A program's folder that only works with a companion folder beside it
 # (cargo's proxies need the rustup toolchains).
 _COMPANIONS = {".cargo": (".rustup",)}
-HIDE_ENV = "AGENT_TOOLS_SANDBOX_HIDE"  # extra paths to hide, ':'-separated
-TMP_SIZE_ENV = "AGENT_TOOLS_BASH_TMP_MB"  # size of the sandbox's /tmp
-SHM_SIZE_ENV = "AGENT_TOOLS_BASH_SHM_MB"  # size of its /dev/shm
-DEFAULT_TMP_BYTES = 512 << 20
-DEFAULT_SHM_BYTES = 64 << 20
+DEFAULT_TMP_BYTES = ToolSettings.bash_tmp_bytes  # size of the sandbox's /tmp
+DEFAULT_SHM_BYTES = ToolSettings.bash_shm_bytes  # size of its /dev/shm
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -139,7 +138,7 @@ def _secrets_under(folders: Sequence[str], workspace: str) -> list[str]:
     candidates = [*_SECRET_FILES, *_SECRET_DIRS]
     for folder in folders:
         candidates += [os.path.join(folder, n) for n in _SECRET_NAMES]
-    candidates += [p for p in os.environ.get(HIDE_ENV, "").split(":") if p.startswith("/")]
+    candidates += current().sandbox_hide
     ws = os.path.realpath(workspace)
     found = []
     for path in candidates:

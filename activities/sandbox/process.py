@@ -27,26 +27,16 @@ from typing import Any, Callable, Sequence
 
 from activities.sandbox.settings import (
     CPU_MARGIN_S,
-    DEFAULT_FILE_BYTES,
-    DEFAULT_MAX_PROCS,
-    DEFAULT_MEMORY_BYTES,
     DRAIN_S,
-    FILE_SIZE_ENV,
     HEARTBEAT_EVERY_S,
     MAX_PROCS_ENV,
-    MEMORY_ENV,
     TOTAL_MEMORY_ENV,
-    DEFAULT_TOTAL_MEMORY_BYTES,
-    int_setting,
 )
+from activities.settings import current as current_settings
 from activities.sandbox.cgroup import Cgroup, CgroupBase, cgroup_base
 from activities.sandbox.environment import SANDBOX_HOME, command_env, resolve_program
 from activities.sandbox.output import ARTIFACT_MAX_BYTES, ArtifactSink, OutputCollector
 from activities.sandbox.bwrap import (
-    DEFAULT_SHM_BYTES,
-    DEFAULT_TMP_BYTES,
-    SHM_SIZE_ENV,
-    TMP_SIZE_ENV,
     sandbox_argv,
     sandbox_status,
 )
@@ -255,13 +245,14 @@ async def execute(
     run_in = workdir or workspace  # where the command runs, as it sees it
     # ...and that folder on the host: under bind_source when the workspace is shown through another folder.
     host_run_in = run_in if not bind_source else os.path.join(bind_source, os.path.relpath(run_in, workspace))
-    memory_bytes = int_setting(MEMORY_ENV, DEFAULT_MEMORY_BYTES, 1 << 20) if memory_bytes is None else memory_bytes
-    file_bytes = int_setting(FILE_SIZE_ENV, DEFAULT_FILE_BYTES, 1 << 20) if file_bytes is None else file_bytes
-    max_procs = int_setting(MAX_PROCS_ENV, DEFAULT_MAX_PROCS) if max_procs is None else max_procs
+    settings = current_settings()
+    memory_bytes = settings.bash_memory_bytes if memory_bytes is None else memory_bytes
+    file_bytes = settings.bash_file_bytes if file_bytes is None else file_bytes
+    max_procs = settings.bash_max_procs if max_procs is None else max_procs
     if total_memory_bytes is None:
-        total_memory_bytes = int_setting(TOTAL_MEMORY_ENV, DEFAULT_TOTAL_MEMORY_BYTES, 1 << 20)
-    tmp_bytes = int_setting(TMP_SIZE_ENV, DEFAULT_TMP_BYTES, 1 << 20)
-    shm_bytes = int_setting(SHM_SIZE_ENV, DEFAULT_SHM_BYTES, 1 << 20)
+        total_memory_bytes = settings.bash_total_memory_bytes
+    tmp_bytes = settings.bash_tmp_bytes
+    shm_bytes = settings.bash_shm_bytes
     box, box_reason, bwrap = await sandbox_status(sandbox)
 
     outcome = ExecOutcome(exit_code=None, output="", duration_s=0.0, sandbox=box, sandbox_reason=box_reason)

@@ -95,7 +95,9 @@ from activities.search.common import (
     search_error,
     warning_block,
 )
+from activities.settings import current as current_settings
 from activities.workspace.paths import ARTIFACTS_DIR
+from core.config import RG_ENV
 from core.tools.specs import GLOB, GREP, GrepArgs
 from core.contracts import ToolRequest, ToolResult
 
@@ -104,7 +106,7 @@ log = logging.getLogger(__name__)
 GREP_TIMEOUT_S = 30.0
 # Set to a path to use another rg binary; a path that is not an executable
 # file means "no ripgrep" (the Python fallback is used).
-RG_ENV_VAR = "AGENT_TOOLS_RG"
+RG_ENV_VAR = RG_ENV
 
 ENGINE_RIPGREP = "ripgrep"
 ENGINE_PYTHON = "python-fallback"
@@ -118,7 +120,7 @@ _rg_found: str | None = None
 
 def ripgrep_binary() -> tuple[str | None, str]:
     """The rg to use, or (None, why not)."""
-    override = os.environ.get(RG_ENV_VAR)
+    override = current_settings().rg
     if override:
         if os.path.isfile(override) and os.access(override, os.X_OK):
             return override, ""
