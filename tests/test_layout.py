@@ -176,8 +176,9 @@ def test_no_folder_holds_more_than_16_modules() -> None:
     assert crowded == {}
 
 
-def test_no_source_file_over_600_lines() -> None:
-    long = {str(p.relative_to(ROOT)): n for p in source_modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+def test_no_source_or_test_file_over_600_lines() -> None:
+    paths = [*source_modules(), *(p for p in (ROOT / "tests").rglob("*.py") if "__pycache__" not in p.parts)]
+    long = {str(p.relative_to(ROOT)): n for p in paths if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
 
 

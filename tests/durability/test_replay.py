@@ -10,6 +10,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.durability.record_histories import HISTORIES, SCENARIOS
+from tests.support import load_history
 from core.names import TURN_WORKFLOW as WORKFLOW_NAME
 from workflows.turn import AgentTurnWorkflow
 
@@ -18,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
 
 
 def load(name: str) -> WorkflowHistory:
-    return WorkflowHistory.from_json(f"history-{name}", (HISTORIES / f"{name}.json").read_text())
+    return load_history(HISTORIES, name)
 
 
 def test_every_scenario_has_a_recorded_history() -> None:
