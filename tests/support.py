@@ -45,6 +45,15 @@ async def run_tool_on_server(
         )
 
 
+def worker_activities(workspace: Path | str | None, *names: str) -> list[Callable[..., Any]]:
+    """The activities a worker for ``workspace`` registers (the same wiring,
+    the workspace fence included), by name."""
+    from runtime.plugin import AgentToolsPlugin, activity_name
+
+    registered = {activity_name(a): a for a in AgentToolsPlugin(workspace=None if workspace is None else str(workspace)).registered_activities()}
+    return [registered[name] for name in names]
+
+
 def call(i: int, name: str, **args: object) -> ToolCall:
     """A tool call as a model would send it (OpenAI style: JSON-string arguments)."""
     return ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.workspace.root import serves
 from activities.model import anthropic_messages as model_anthropic
 from activities.model import openai_chat as model_openai
 from activities.model.dispatch import StreamDispatcher, abandon_batch, merged_response
@@ -189,8 +190,7 @@ def _check_root(root: str, allowed_root: str | None) -> None:
     if allowed_root is None:
         return
     allowed = os.path.realpath(allowed_root)
-    asked = os.path.realpath(root)
-    if asked != allowed and not asked.startswith(allowed.rstrip("/") + "/"):
+    if not serves(allowed_root, root):
         raise ApplicationError(
             f"this worker serves the workspace {allowed}, not {root}",
             type=errors.WRONG_WORKSPACE,

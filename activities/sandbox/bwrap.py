@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 from typing import Sequence
 
+from core.paths import within
 from activities.sandbox.settings import SANDBOX_ENV, sandbox_mode
 from activities.settings import current
 from core.config import ToolSettings
@@ -28,7 +29,6 @@ log = logging.getLogger(__name__)
 
 class SandboxUnavailable(Exception):
     """The sandbox is required (AGENT_TOOLS_SANDBOX=required) but does not work here."""
-
 
 
 _bwrap_checked: dict[str, tuple[bool, str]] = {}
@@ -66,10 +66,6 @@ DEFAULT_TMP_BYTES = ToolSettings.bash_tmp_bytes  # size of the sandbox's /tmp
 DEFAULT_SHM_BYTES = ToolSettings.bash_shm_bytes  # size of its /dev/shm
 
 
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
 def _home_dirs() -> list[str]:
     homes = ["/root"]
     try:
@@ -84,7 +80,7 @@ def _too_wide(folder: str, workspace: str) -> bool:
     folder, or one that contains the workspace (its neighbours are not the
     command's business)."""
     parts = [p for p in folder.split("/") if p]
-    return len(parts) < 2 or folder in _home_dirs() or os.path.dirname(folder) == "/home" or _inside(workspace, folder)
+    return len(parts) < 2 or folder in _home_dirs() or os.path.dirname(folder) == "/home" or within(workspace, folder)
 
 
 def _program_folder(path: str) -> str:
@@ -124,11 +120,11 @@ def program_folders(programs: Sequence[str], workspace: str) -> list[str]:
     shown: list[str] = []
     for folder in wanted:
         folder = os.path.realpath(folder)
-        if not os.path.isdir(folder) or _too_wide(folder, ws) or _inside(folder, ws):
+        if not os.path.isdir(folder) or _too_wide(folder, ws) or within(folder, ws):
             continue
-        if any(_inside(folder, d) for d in SYSTEM_DIRS) or any(_inside(folder, s) for s in shown):
+        if any(within(folder, d) for d in SYSTEM_DIRS) or any(within(folder, s) for s in shown):
             continue
-        shown = [s for s in shown if not _inside(s, folder)] + [folder]
+        shown = [s for s in shown if not within(s, folder)] + [folder]
     return shown
 
 
@@ -143,7 +139,7 @@ def _secrets_under(folders: Sequence[str], workspace: str) -> list[str]:
     found = []
     for path in candidates:
         real = os.path.realpath(path)
-        if os.path.lexists(path) and not _inside(ws, real) and any(_inside(real, f) for f in folders):
+        if os.path.lexists(path) and not within(ws, real) and any(within(real, f) for f in folders):
             found.append(real)
     return list(dict.fromkeys(found))
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from core.paths import within
 from activities.sandbox.settings import (
     CPU_MARGIN_S,
     DRAIN_S,
@@ -76,10 +77,6 @@ def preexec_for(limits: list[tuple[int, tuple[int, int]]], procs_fds: Sequence[i
             resource.setrlimit(res, lim)
 
     return preexec
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 class _Watch:
@@ -308,7 +305,7 @@ async def execute(
             full_argv = sandbox_argv(
                 bwrap, argv, workspace=workspace, bind_source=bind_source, writable=not read_only,
                 programs=[p for p in (os.path.abspath(program), *(programs or ()))
-                          if not (bind_source and _inside(p, bind_source))], cwd=run_in,
+                          if not (bind_source and within(p, bind_source))], cwd=run_in,
                 tmp_bytes=tmp_bytes, shm_bytes=shm_bytes,
             )
         else:

@@ -12,7 +12,7 @@ import stat
 import subprocess
 import time
 
-from activities.base import bound_output, tool_activity
+from activities.base import bound_output
 from activities.sandbox.binaries import find_binary
 from activities.workspace.cancel import check
 from activities.files.common import guarded
@@ -317,14 +317,10 @@ def _grep(request: ToolRequest, args: GrepArgs, ws: WorkspaceRoot) -> ToolResult
     metadata.update(extra)
     return ToolResult.ok(request.call_id, request.tool, text, metadata=metadata)
 
-grep_activity = tool_activity(GREP, grep)
-glob_activity = tool_activity(GLOB, glob_files)
 
 __all__ = [
     "grep",
     "glob_files",
-    "grep_activity",
-    "glob_activity",
     "ripgrep_argv",
     "ripgrep_binary",
     "GLOB_FLAGS",

@@ -22,6 +22,7 @@ from activities.base import _check_root, tool_activity
 from activities.bash.tool import run_bash_preview
 from activities.txn.preview import discard_preview
 from activities.workspace.paths import WorkspaceError, workspace_root
+from activities.workspace.root import serves
 from core.contracts import ToolRequest
 from core.names import BASH_PREVIEW_ACTIVITY, DISCARD_PREVIEW_ACTIVITY, ROLLBACK_ACTIVITY
 from core.txn_contracts import RollbackRequest, RollbackResult
@@ -34,9 +35,10 @@ class RollbackRefused(Exception):
 
 def rollback(request: RollbackRequest, allowed_root: str | None = None) -> RollbackResult:
     if allowed_root is not None:
-        allowed, asked = os.path.realpath(allowed_root), os.path.realpath(request.workspace_root)
-        if asked != allowed and not asked.startswith(allowed.rstrip("/") + "/"):
-            raise RollbackRefused(f"this worker serves the workspace {allowed}, not {request.workspace_root}")
+        if not serves(allowed_root, request.workspace_root):
+            raise RollbackRefused(
+                f"this worker serves the workspace {os.path.realpath(allowed_root)}, not {request.workspace_root}"
+            )
     try:
         root = str(workspace_root(request.workspace_root))
     except WorkspaceError as exc:

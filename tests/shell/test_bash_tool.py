@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from activities.bash import tool as bash
-from activities.bash.tool import bash_activity, execute, run_bash
+from activities.bash.tool import execute, run_bash
 from core.contracts import ToolRequest, ToolStatus
 from core.tools.specs import BashArgs
-from tests.support import run_tool_on_server
+from tests.support import run_tool_on_server, worker_activities
 
 from tests.shell.bash_exec_helpers import PY, _require_bwrap
 from tests.shell.bash_exec_helpers import _default_settings  # noqa: F401 - autouse fixture
@@ -71,7 +71,7 @@ async def test_bash_activity_on_the_dev_server(client, workspace: Path) -> None:
     (workspace / "prog.py").write_text(
         "import sys\nprint('hello from prog')\nprint('to stderr', file=sys.stderr)\nsys.exit(3)\n"
     )
-    result = await run_tool_on_server(client, [bash_activity], _request(workspace, "python3 prog.py"))
+    result = await run_tool_on_server(client, worker_activities(workspace, "bash"), _request(workspace, "python3 prog.py"))
     assert result.metadata.get("verdict") in ("allow", "ask"), _needs_validator(result)
     assert result.status == ToolStatus.ERROR and result.is_error
     assert result.metadata["exit_code"] == "3"

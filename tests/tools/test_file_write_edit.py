@@ -15,16 +15,9 @@ from hypothesis import strategies as st
 from temporalio.client import Client
 
 import activities.files.read as files
-from activities.files.write import (
-    edit_file,
-    edit_file_activity,
-    read_file,
-    read_file_activity,
-    write_file,
-    write_file_activity,
-)
+from activities.files.write import edit_file, read_file, write_file
 from core.contracts import Snapshot, ToolRequest, ToolStatus
-from tests.support import run_tool_on_server
+from tests.support import run_tool_on_server, worker_activities
 from tests.tools.file_helpers import edit, error, leftovers, ok, read, snap, write
 
 
@@ -295,7 +288,7 @@ def test_edit_in_a_crlf_file_keeps_crlf(workspace: Path) -> None:
 
 
 async def test_the_three_tools_as_activities_on_the_dev_server(client: Client, workspace: Path) -> None:
-    acts = [read_file_activity, write_file_activity, edit_file_activity]
+    acts = worker_activities(workspace, "read_file", "write_file", "edit_file")
 
     def req(tool: str, snapshot: Snapshot | None = None, **arguments: Any) -> ToolRequest:
         return ToolRequest(call_id=f"srv-{tool}", tool=tool, workspace_root=str(workspace), arguments=arguments,

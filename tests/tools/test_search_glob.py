@@ -20,10 +20,10 @@ from wcmatch import glob as wcglob
 
 from activities.search import glob as fs_glob
 from activities.search import grep as search
-from activities.search.grep import glob_activity, glob_files, grep, grep_activity
+from activities.search.grep import glob_files, grep
 from activities.workspace.paths import ARTIFACTS_DIR
 from core.contracts import ToolRequest, ToolStatus
-from tests.support import run_tool_on_server
+from tests.support import run_tool_on_server, worker_activities
 from tests.tools.search_helpers import REPO, body, make_too_deep, run, write
 from tests.tools.search_helpers import _real_ripgrep, outside  # noqa: F401 - fixtures
 
@@ -297,7 +297,7 @@ async def test_grep_activity_on_the_dev_server(client, workspace: Path) -> None:
         call_id="call-grep", tool="grep", workspace_root=str(workspace),
         arguments={"pattern": "--pre=sh", "include": "*.py"},
     )
-    result = await run_tool_on_server(client, [grep_activity], request)
+    result = await run_tool_on_server(client, worker_activities(workspace, "grep"), request)
     assert result.status == ToolStatus.OK
     assert result.tool_call_id == "call-grep" and result.name == "grep"
     assert result.output == "src/app.py:2:    return --pre=sh"
@@ -311,12 +311,12 @@ async def test_glob_activity_on_the_dev_server(  # type: ignore[no-untyped-def]
     write(workspace, "src/a.py", "x\n")
     write(workspace, "src/b/c.py", "x\n")
     ok = await run_tool_on_server(
-        client, [glob_activity],
+        client, worker_activities(workspace, "glob"),
         ToolRequest(call_id="call-glob", tool="glob", workspace_root=str(workspace), arguments={"pattern": "**/*.py"}),
     )
     assert ok.status == ToolStatus.OK and ok.output == "src/a.py\nsrc/b/c.py"
     refused = await run_tool_on_server(
-        client, [glob_activity],
+        client, worker_activities(workspace, "glob"),
         ToolRequest(
             call_id="call-glob-2", tool="glob", workspace_root=str(workspace),
             arguments={"pattern": "*", "path": str(outside)},
