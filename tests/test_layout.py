@@ -220,3 +220,16 @@ def test_the_wheel_ships_every_source_folder() -> None:
     assert sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").exists()) == []
     assert set(config["py-modules"]) == {"client", "worker"}
     assert set(SOURCE_PACKAGES) - NOT_IN_WHEEL == {pat.rstrip("*") for pat in patterns}
+
+
+def test_tool_activities_are_built_only_where_the_worker_builds_them() -> None:
+    """A module-level ``tool_activity(...)`` is a second wiring the worker
+    does not register (tests would exercise it instead of the real one)."""
+    twins = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in source_modules()
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "id", None) == "tool_activity"
+    ]
+    assert twins == []
