@@ -52,7 +52,7 @@ from typing import Any, Callable, Sequence
 
 from core.paths import within
 from activities.sandbox.environment import command_path, resolve_program
-from activities.sandbox.process import ExecOutcome, execute
+from activities.sandbox.process import ExecOutcome, ExecRequest, run
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 
 MAX_GLOB_MATCHES = 10_000
@@ -366,10 +366,10 @@ async def execute_plan(
     runs when the plan cannot be run as validated."""
     prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=wrap is not None)
     try:
-        outcome = await execute(
+        outcome = await run(ExecRequest(
             prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,
             programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, wrap=wrap, **options,
-        )
+        ))
         outcome.part_exit_codes = prepared.part_exit_codes(outcome.exit_code)
         return outcome
     finally:
