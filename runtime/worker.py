@@ -12,6 +12,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymen
 
 from activities.registry import build_activities
 from core.contracts import Policy
+from workflows.mcp_session import McpSessionWorkflow
 from workflows.rollback import TurnRollbackWorkflow
 from workflows.session import AgentSessionWorkflow
 from workflows.turn import AgentTurnWorkflow
@@ -62,7 +63,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentTurnWorkflow, AgentSessionWorkflow, TurnRollbackWorkflow, *extra_workflows],
+        workflows=[AgentTurnWorkflow, AgentSessionWorkflow, TurnRollbackWorkflow, McpSessionWorkflow, *extra_workflows],
         activities=[*activities, *extra_activities],
         max_concurrent_activities=max_concurrent_activities,
         # A parallel stage schedules all its calls in one workflow task; by

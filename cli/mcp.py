@@ -1,0 +1,129 @@
+"""`agent-turn mcp`: the six tools for any MCP client (Claude Code, Codex CLI,
+VS Code, ...), every call a durable turn.
+
+    agent-turn mcp --workspace DIR [--task-queue Q] [--policy MODE] [--dev-server]
+    agent-turn mcp --workspace DIR --transport http [--host 127.0.0.1] [--port 8765]
+
+stdio by default (stdout carries only MCP messages; logs go to stderr).
+--dev-server starts the embedded Temporal dev server when none answers and a
+worker for the workspace in this process when none polls the queue, so one
+line in a client's configuration is enough. HTTP needs AGENT_TOOLS_MCP_TOKEN
+to listen on anything but a loopback address.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from frontends.mcp.settings import DEFAULT_APPROVAL_TIMEOUT_S, DEFAULT_UI_URL, TOKEN_ENV, McpSettings
+from runtime.worker import DEFAULT_TASK_QUEUE
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+log = logging.getLogger("agent-tools.mcp")
+
+
+def register(sub: Any) -> None:
+    """Add the `mcp` command to agent-turn's subcommands."""
+    p = sub.add_parser("mcp", help="serve the tools over the Model Context Protocol (stdio or HTTP)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workspace", required=True, help="workspace root, as the worker sees it")
+    p.add_argument("--task-queue", default=os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE),
+                   help="task queue of the worker holding the workspace")
+    p.add_argument("--policy", choices=["auto", "ask-writes", "ask-all"], help="approval mode (default: the worker's)")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (non-loopback needs a token)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP: port (the endpoint is /mcp)")
+    p.add_argument("--dev-server", action="store_true",
+                   help="start the embedded Temporal dev server and a worker here when none runs")
+    p.add_argument("--data-dir", default=None,
+                   help="--dev-server: where its SQLite file lives (default: .data in the workspace's parent)")
+    p.add_argument("--approval-timeout", type=float, default=DEFAULT_APPROVAL_TIMEOUT_S, metavar="S",
+                   help="seconds a call waits for a decision before its turn is rejected")
+    p.add_argument("--session", help="name of the snapshot store (default: derived from workspace and queue)")
+    p.add_argument("--ui-url", default=DEFAULT_UI_URL, help="Temporal Web UI base URL named in approval notices")
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    from frontends.mcp import McpTurns, build_server
+    from frontends.mcp.transport import TransportError, check_listen, serve_http, serve_stdio
+    from runtime.connection import ConnectionFailed, connect, connect_settings
+
+    workspace = Path(args.workspace).resolve()
+    if not workspace.is_dir():
+        log.error("workspace %s is not a folder: create it or pass another --workspace", workspace)
+        return EXIT_USAGE
+    token = os.environ.get(TOKEN_ENV) or None
+    if args.transport == "http":
+        try:
+            check_listen(args.host, token)
+        except TransportError as exc:
+            log.error("%s", exc)
+            return EXIT_USAGE
+    conn = connect_settings(args.address, args.namespace)
+    settings = McpSettings(
+        workspace=str(workspace),
+        task_queue=args.task_queue,
+        policy=args.policy,
+        approval_timeout_s=args.approval_timeout,
+        session=args.session,
+        ui_url=args.ui_url,
+        namespace=conn["namespace"],
+    )
+    async with AsyncExitStack() as stack:
+        if args.dev_server:
+            if not _start_dev_server(stack, conn["target_host"], args.data_dir, workspace):
+                return EXIT_USAGE
+        try:
+            client = await connect(args.address, args.namespace)
+        except ConnectionFailed as exc:
+            log.error("%s", exc)
+            return EXIT_USAGE
+        turns = McpTurns(client, settings)
+        if args.dev_server and await turns.turns.workers_polling(args.task_queue) == 0:
+            from runtime.worker import build_worker
+
+            await stack.enter_async_context(build_worker(client, task_queue=args.task_queue, workspace=str(workspace)))
+            log.info("started a worker for %s on task queue %r", workspace, args.task_queue)
+        server = build_server(turns)
+        if args.transport == "http":
+            log.info("MCP over HTTP at http://%s:%d/mcp (%s)", args.host, args.port, "token required" if token else "no token")
+            await serve_http(server, host=args.host, port=args.port, token=token)
+        else:
+            await serve_stdio(server)
+    return EXIT_OK
+
+
+def _start_dev_server(stack: AsyncExitStack, target: str, data_dir: str | None, workspace: Path) -> bool:
+    from runtime.devserver import DevServer, DevServerError, port_open
+
+    host, _, port = target.rpartition(":")
+    host = "127.0.0.1" if host in ("", "localhost") else host
+    if port_open(host, int(port)):
+        log.info("a Temporal server already answers at %s; using it", target)
+        return True
+    # Not inside the workspace: the agent's tools must not see (or delete) it.
+    data = Path(data_dir).resolve() if data_dir else workspace.parent / ".agent-tools-data"
+    server = DevServer(db_file=data / "temporal.sqlite", host=host, port=int(port), log_file=data / "temporal-server.log")
+    try:
+        server.start()
+    except DevServerError as exc:
+        log.error("%s", exc)
+        return False
+    stack.callback(server.stop)
+    log.info("started the dev server at %s (state in %s); Web UI: %s", server.address, server.db_file, server.ui_url)
+    return True
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return asyncio.run(_serve(args))
+    except KeyboardInterrupt:
+        return EXIT_OK
