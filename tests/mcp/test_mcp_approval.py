@@ -1,0 +1,107 @@
+"""Approvals over MCP: elicitation (handshake era: elicitation/create; 2026-07-28:
+an input_required result the client answers) or, without it, a wait with
+progress notifications and a timeout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from temporalio.client import Client
+
+from tests.mcp.support import stdio_client, text
+
+pytestmark = pytest.mark.asyncio
+
+
+class Approver:
+    """An elicitation callback that answers like a person would, and keeps what it was shown."""
+
+    def __init__(self, action: str, decision: str | None = None) -> None:
+        self.action = action
+        self.decision = decision
+        self.asked: list[types.ElicitRequestParams] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append(params)
+        content = {"decision": self.decision, "reason": "checked"} if self.decision else None
+        return types.ElicitResult(action=self.action, content=content)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_elicitation_accepted_approves_the_digest(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None, mode: str
+) -> None:
+    approver = Approver("accept", "approve")
+    async with stdio_client(client, workspace, task_queue, mode=mode, elicitation_callback=approver) as mcp:
+        # auto negotiates 2026-07-28 (input_required); legacy the handshake era (elicitation/create).
+        assert (mcp.protocol_version == "2026-07-28") == (mode == "auto")
+        result = await mcp.call_tool("write_file", {"path": "new.txt", "content": "hello\x1b[2J\n"})
+    assert not result.is_error, text(result)
+    assert (workspace / "new.txt").read_text() == "hello\x1b[2J\n"
+    assert len(approver.asked) == 1
+    message = approver.asked[0].message
+    # The review the CLI shows: the file, the content, the reason; escaped.
+    assert "write_file" in message and "new.txt" in message and "batch digest" in message
+    assert "\x1b" not in message and "\\x1b" in message
+    turn = await client.get_workflow_handle(result.structured_content["turn_id"]).describe()
+    assert (await turn.memo()).get("turn_status") == "completed"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("action,decision", [("decline", None), ("cancel", None), ("accept", "reject")])
+async def test_elicitation_declined_rejects(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None, mode: str, action: str, decision: str | None
+) -> None:
+    approver = Approver(action, decision)
+    async with stdio_client(client, workspace, task_queue, mode=mode, elicitation_callback=approver) as mcp:
+        result = await mcp.call_tool("bash", {"command": "touch made-by-bash"})
+    assert result.is_error
+    assert result.structured_content["status"] == "denied"
+    assert result.structured_content["turn_status"] == "rejected"
+    assert "Denied by mcp:" in text(result)
+    assert not (workspace / "made-by-bash").exists()
+
+
+async def test_without_elicitation_progress_says_where_to_decide_then_times_out(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    notes: list[str] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        notes.append(message or "")
+
+    async with stdio_client(client, workspace, task_queue, "--approval-timeout", "3", mode="legacy") as mcp:
+        result = await mcp.call_tool("write_file", {"path": "n.txt", "content": "x"}, progress_callback=progress)
+    assert notes, "no progress notification arrived"
+    turn_id = result.structured_content["turn_id"]
+    assert f"agent-turn approve {turn_id}" in notes[0]
+    assert f"/workflows/{turn_id}" in notes[0]  # the Web UI link
+    assert result.is_error and result.structured_content["status"] == "denied"
+    assert "no decision within 3 s" in text(result)
+    assert not (workspace / "n.txt").exists()
+
+
+async def test_without_elicitation_a_decision_from_the_cli_lets_the_call_finish(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    import asyncio
+
+    from runtime.api import TurnClient
+
+    turns = TurnClient(client)
+    async with stdio_client(client, workspace, task_queue, mode="legacy") as mcp:
+        call = asyncio.ensure_future(mcp.call_tool("write_file", {"path": "m.txt", "content": "y"}))
+        for _ in range(200):
+            paused = await turns.pending()
+            mine = [p for p in paused if p["task_queue"] == task_queue]
+            if mine:
+                break
+            await asyncio.sleep(0.1)
+        assert mine, "the call's turn never paused"
+        await turns.approve(mine[0]["turn_id"], approver="tester")
+        result = await call
+    assert not result.is_error, text(result)
+    assert (workspace / "m.txt").read_text() == "y"
