@@ -13,7 +13,6 @@ from temporalio.client import Client
 
 from tests.mcp.support import stdio_client, text
 
-pytestmark = pytest.mark.asyncio
 
 
 class Approver:

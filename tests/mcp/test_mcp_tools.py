@@ -14,7 +14,6 @@ from core.tools.specs import TOOLS
 from runtime.api import TurnClient
 from tests.mcp.support import stdio_client, text
 
-pytestmark = pytest.mark.asyncio
 
 
 async def test_tools_listed_with_the_cli_schemas_and_annotations(
