@@ -53,7 +53,8 @@ class McpFrontend:
         self.order = CallOrder()
 
     async def list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=mcp_tools())
+        # Task support is a 2025-11-25 notion (tools/call with `task`).
+        return types.ListToolsResult(tools=mcp_tools(tasks=ctx.protocol_version == "2025-11-25"))
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -173,11 +174,15 @@ def _approver(ctx: ServerRequestContext[Any]) -> str:
 
 
 def build_server(turns: McpTurns) -> Server[Any]:
+    from frontends.mcp.tasks import TaskMiddleware
+
     frontend = McpFrontend(turns)
-    return Server(
+    server: Server[Any] = Server(
         SERVER_NAME,
         version="0.1",
         instructions=INSTRUCTIONS,
         on_list_tools=frontend.list_tools,
         on_call_tool=frontend.call_tool,
     )
+    server.middleware.append(TaskMiddleware(frontend))
+    return server

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
 import socket
@@ -98,3 +100,71 @@ class HttpServer:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+
+
+class RawStdio:
+    """A bare JSON-RPC client over the server's stdio, as a client we have
+    never seen would speak it. The official Python client (mcp 2.3) validates
+    every tools/call answer as a CallToolResult, so it cannot make a
+    task-augmented call; this one can. ``answer`` replies to the server's own
+    requests (elicitation/create)."""
+
+    def __init__(self, args: list[str], stderr_log: Path) -> None:
+        self._err = open(stderr_log, "ab")
+        self.proc = subprocess.Popen([sys.executable, *args], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._err, start_new_session=True)
+        self._next = 0
+        self.answer: Any = None
+        self.seen: list[dict[str, Any]] = []
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 120) -> dict[str, Any]:
+        self._next += 1
+        my_id = self._next
+        self._send({"jsonrpc": "2.0", "id": my_id, "method": method, "params": params or {}})
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"server closed stdout (exit {self.proc.poll()})")
+            message = json.loads(line)
+            self.seen.append(message)
+            if message.get("id") == my_id and "method" not in message:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"]
+            if "method" in message and "id" in message:  # the server asks us
+                result = self.answer(message) if self.answer else {"action": "cancel"}
+                self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        raise TimeoutError(method)
+
+    async def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 120) -> dict[str, Any]:
+        """``request`` off the event loop (the test's worker runs on that loop)."""
+        return await asyncio.to_thread(self.request, method, params, timeout)
+
+    def initialize(self, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = self.request("initialize", {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities or {},
+            "clientInfo": {"name": "raw-test-client", "version": "0"},
+        })
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return result
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
