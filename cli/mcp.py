@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -44,6 +45,7 @@ def register(sub: Any) -> None:
                    help="start the embedded Temporal dev server and a worker here when none runs")
     p.add_argument("--data-dir", default=None,
                    help="--dev-server: where its SQLite file lives (default: .data in the workspace's parent)")
+    p.add_argument("--ui-port", type=int, default=8233, help="--dev-server: its Web UI port (0: none)")
     p.add_argument("--approval-timeout", type=float, default=DEFAULT_APPROVAL_TIMEOUT_S, metavar="S",
                    help="seconds a call waits for a decision before its turn is rejected")
     p.add_argument("--session", help="name of the snapshot store (default: derived from workspace and queue)")
@@ -78,7 +80,7 @@ async def _serve(args: argparse.Namespace) -> int:
     )
     async with AsyncExitStack() as stack:
         if args.dev_server:
-            if not _start_dev_server(stack, conn["target_host"], args.data_dir, workspace):
+            if not _start_dev_server(stack, conn["target_host"], args.data_dir, workspace, args.ui_port):
                 return EXIT_USAGE
         try:
             client = await connect(args.address, args.namespace)
@@ -100,7 +102,7 @@ async def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _start_dev_server(stack: AsyncExitStack, target: str, data_dir: str | None, workspace: Path) -> bool:
+def _start_dev_server(stack: AsyncExitStack, target: str, data_dir: str | None, workspace: Path, ui_port: int) -> bool:
     from runtime.devserver import DevServer, DevServerError, port_open
 
     host, _, port = target.rpartition(":")
@@ -110,7 +112,8 @@ def _start_dev_server(stack: AsyncExitStack, target: str, data_dir: str | None, 
         return True
     # Not inside the workspace: the agent's tools must not see (or delete) it.
     data = Path(data_dir).resolve() if data_dir else workspace.parent / ".agent-tools-data"
-    server = DevServer(db_file=data / "temporal.sqlite", host=host, port=int(port), log_file=data / "temporal-server.log")
+    server = DevServer(db_file=data / "temporal.sqlite", host=host, port=int(port), ui_port=ui_port or None,
+                       log_file=data / "temporal-server.log")
     try:
         server.start()
     except DevServerError as exc:
@@ -123,6 +126,9 @@ def _start_dev_server(stack: AsyncExitStack, target: str, data_dir: str | None, 
 
 def dispatch(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # SIGTERM (a client closing us, a service manager) unwinds like Ctrl-C, so
+    # the dev server and worker this process started are stopped too.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return asyncio.run(_serve(args))
     except KeyboardInterrupt:
