@@ -65,12 +65,25 @@ class McpFrontend:
             )
         if params.request_state is not None:
             return await self._resume(ctx, params)
-        async with self.order.turn(is_concurrency_safe(params.name, params.arguments)):
+        place = self.order.take(is_concurrency_safe(params.name, params.arguments))
+        handed_over = False
+        try:
+            await place.ready()
             try:
                 turn_id = await self.turns.start(params.name, params.arguments)
             except (TurnInputError, NoWorker) as exc:
                 return failed_result("", f"the call was not started: {exc}")
-            return await self._wait(ctx, turn_id)
+            result = await self._wait(ctx, turn_id)
+            if isinstance(result, types.InputRequiredResult):
+                # The turn is paused and the client will retry with the
+                # decision: the calls behind it still wait for its end.
+                handle = self.turns.client.get_workflow_handle(turn_id)
+                self.order.hand_over(place, handle.result)
+                handed_over = True
+            return result
+        finally:
+            if not handed_over:
+                place.release()
 
     # ------------------------------------------------------------ waiting
     async def _wait(self, ctx: ServerRequestContext[Any], turn_id: str) -> types.CallToolResult | types.InputRequiredResult:

@@ -104,3 +104,39 @@ async def test_without_elicitation_a_decision_from_the_cli_lets_the_call_finish(
         result = await call
     assert not result.is_error, text(result)
     assert (workspace / "m.txt").read_text() == "y"
+
+
+async def test_a_forged_request_state_cannot_approve_another_turn(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    """The 2026-07-28 retry carries the client's copy of the state: a client
+    that writes another turn's id and digest there must not decide it."""
+    import asyncio
+
+    from mcp.shared.exceptions import MCPError
+
+    from core.contracts import ToolCall
+    from frontends.mcp.approval import encode_state
+    from runtime.api import TurnClient, build_turn_input
+
+    turns = TurnClient(client)
+    victim = build_turn_input(
+        workspace_root=str(workspace), task_queue=task_queue,
+        tool_calls=[ToolCall(id="c1", name="bash", arguments={"command": "touch victim"})],
+    )
+    await turns.start_turn(victim)
+    for _ in range(100):
+        state, digest = await turns.pending_digest(victim.turn_id)
+        if state == "paused" and digest:
+            break
+        await asyncio.sleep(0.1)
+    assert state == "paused"
+    approve = types.ElicitResult(action="accept", content={"decision": "approve"})
+    async with stdio_client(client, workspace, task_queue) as mcp:
+        with pytest.raises(MCPError, match="did not start"):
+            await mcp.session.call_tool(
+                "bash", {"command": "touch victim"}, request_state=encode_state(victim.turn_id, digest),
+                input_responses={"approval": approve}, allow_input_required=True,
+            )
+    assert (await turns.pending_digest(victim.turn_id))[0] == "paused"
+    await client.get_workflow_handle(victim.turn_id).terminate("test over")
