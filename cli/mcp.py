@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
 async def _serve(args: argparse.Namespace) -> int:
     from frontends.mcp import McpTurns, build_server
     from frontends.mcp.transport import TransportError, check_listen, serve_http, serve_stdio
-    from runtime.connection import ConnectionFailed, connect, connect_settings
+    from runtime.connection import connect_settings
 
     workspace = Path(args.workspace).resolve()
     if not workspace.is_dir():
@@ -78,50 +78,73 @@ async def _serve(args: argparse.Namespace) -> int:
         ui_url=args.ui_url,
         namespace=conn["namespace"],
     )
+    turns = McpTurns(None, settings)
+    server = build_server(turns)
     async with AsyncExitStack() as stack:
-        if args.dev_server:
-            if not _start_dev_server(stack, conn["target_host"], args.data_dir, workspace, args.ui_port):
-                return EXIT_USAGE
+        # Answer initialize and tools/list at once; calls wait until Temporal
+        # (and, with --dev-server, the dev server and worker) is there.
+        connecting = asyncio.ensure_future(_connect(stack, args, turns, workspace, conn["target_host"]))
         try:
-            client = await connect(args.address, args.namespace)
-        except ConnectionFailed as exc:
-            log.error("%s", exc)
-            return EXIT_USAGE
-        turns = McpTurns(client, settings)
-        if args.dev_server and await turns.turns.workers_polling(args.task_queue) == 0:
-            from runtime.worker import build_worker
-
-            await stack.enter_async_context(build_worker(client, task_queue=args.task_queue, workspace=str(workspace)))
-            log.info("started a worker for %s on task queue %r", workspace, args.task_queue)
-        server = build_server(turns)
-        if args.transport == "http":
-            log.info("MCP over HTTP at http://%s:%d/mcp (%s)", args.host, args.port, "token required" if token else "no token")
-            await serve_http(server, host=args.host, port=args.port, token=token)
-        else:
-            await serve_stdio(server)
+            if args.transport == "http":
+                log.info("MCP over HTTP at http://%s:%d/mcp (%s)", args.host, args.port,
+                         "token required" if token else "no token")
+                await serve_http(server, host=args.host, port=args.port, token=token)
+            else:
+                await serve_stdio(server)
+        finally:
+            connecting.cancel()
+            await asyncio.gather(connecting, return_exceptions=True)
     return EXIT_OK
 
 
-def _start_dev_server(stack: AsyncExitStack, target: str, data_dir: str | None, workspace: Path, ui_port: int) -> bool:
+async def _connect(stack: AsyncExitStack, args: argparse.Namespace, turns: Any, workspace: Path, target: str) -> None:
+    from runtime.connection import ConnectionFailed, connect
+
+    try:
+        if args.dev_server:
+            problem = await _start_dev_server(stack, target, args.data_dir, workspace, args.ui_port)
+            if problem:
+                raise ConnectionFailed(problem)
+        client = await connect(args.address, args.namespace)
+        if args.dev_server:
+            from runtime.api import TurnClient
+            from runtime.worker import build_worker
+
+            if await TurnClient(client).workers_polling(args.task_queue) == 0:
+                worker = build_worker(client, task_queue=args.task_queue, workspace=str(workspace))
+                await stack.enter_async_context(worker)
+                log.info("started a worker for %s on task queue %r", workspace, args.task_queue)
+        turns.attach(client)
+    except ConnectionFailed as exc:
+        log.error("%s", exc)
+        turns.fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - the calls must hear why, not hang
+        log.exception("could not get Temporal ready")
+        turns.fail(f"could not get Temporal ready: {exc}")
+
+
+async def _start_dev_server(
+    stack: AsyncExitStack, target: str, data_dir: str | None, workspace: Path, ui_port: int
+) -> str | None:
+    """Start the dev server unless one answers; a problem in words, or None."""
     from runtime.devserver import DevServer, DevServerError, port_open
 
     host, _, port = target.rpartition(":")
     host = "127.0.0.1" if host in ("", "localhost") else host
     if port_open(host, int(port)):
         log.info("a Temporal server already answers at %s; using it", target)
-        return True
+        return None
     # Not inside the workspace: the agent's tools must not see (or delete) it.
     data = Path(data_dir).resolve() if data_dir else workspace.parent / ".agent-tools-data"
     server = DevServer(db_file=data / "temporal.sqlite", host=host, port=int(port), ui_port=ui_port or None,
                        log_file=data / "temporal-server.log")
-    try:
-        server.start()
-    except DevServerError as exc:
-        log.error("%s", exc)
-        return False
     stack.callback(server.stop)
+    try:
+        await asyncio.to_thread(server.start)  # it waits for the port: not on the event loop
+    except DevServerError as exc:
+        return f"the dev server did not start: {exc}"
     log.info("started the dev server at %s (state in %s); Web UI: %s", server.address, server.db_file, server.ui_url)
-    return True
+    return None
 
 
 def dispatch(args: argparse.Namespace) -> int:

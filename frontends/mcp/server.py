@@ -29,7 +29,7 @@ from frontends.mcp.approval import DECISION_SCHEMA, answer_from, decode_state, e
 from frontends.mcp.ordering import CallOrder
 from frontends.mcp.settings import McpSettings
 from frontends.mcp.tools import call_result, failed_result, is_concurrency_safe, mcp_tools
-from frontends.mcp.turns import McpTurns
+from frontends.mcp.turns import McpTurns, NotConnected
 from runtime.api import NoWorker, TurnInputError
 
 log = logging.getLogger("agent-tools.mcp")
@@ -71,7 +71,7 @@ class McpFrontend:
             await place.ready()
             try:
                 turn_id = await self.turns.start(params.name, params.arguments)
-            except (TurnInputError, NoWorker) as exc:
+            except (TurnInputError, NoWorker, NotConnected) as exc:
                 return failed_result("", f"the call was not started: {exc}")
             result = await self._wait(ctx, turn_id)
             if isinstance(result, types.InputRequiredResult):
@@ -136,6 +136,7 @@ class McpFrontend:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from None
         if not self.turns.owns(turn_id):
             raise MCPError(types.INVALID_PARAMS, "requestState names a turn this server did not start")
+        await self.turns.ready()
         answer = (params.input_responses or {}).get(APPROVAL_KEY)
         if isinstance(answer, types.ElicitResult):
             await self._apply(ctx, turn_id, digest, answer)

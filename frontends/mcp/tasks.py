@@ -35,6 +35,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from core.contracts import TurnStatus
 from core.tools.specs import TOOLS
 from frontends.mcp.approval import where_to_decide
+from frontends.mcp.turns import NotConnected
 
 log = logging.getLogger("agent-tools.mcp")
 
@@ -127,6 +128,10 @@ class TaskMiddleware:
             log.debug("could not remember the snapshots of %s", turn_id, exc_info=True)
 
     async def _describe(self, turn_id: str) -> WorkflowExecutionDescription:
+        try:
+            await self.turns.ready()
+        except NotConnected as exc:
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
         try:
             return await self.turns.client.get_workflow_handle(turn_id).describe()
         except RPCError as exc:

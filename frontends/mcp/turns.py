@@ -34,11 +34,48 @@ class Finished:
 OnPaused = Callable[[TurnProgress], Awaitable[bool]]
 
 
+class NotConnected(RuntimeError):
+    """Temporal could not be reached (or the dev server not started); the message says why."""
+
+
 class McpTurns:
-    def __init__(self, client: Client, settings: McpSettings) -> None:
-        self.client = client
+    """Pass the client now, or ``None`` and ``attach`` it later: a server
+    that answers initialize and tools/list at once while the dev server
+    starts keeps within a client's start-up timeout (Codex: 10 s)."""
+
+    def __init__(self, client: Client | None, settings: McpSettings) -> None:
         self.settings = settings
-        self.turns = TurnClient(client)
+        self._client = client
+        self._turns = TurnClient(client) if client is not None else None
+        self._problem: str | None = None
+        self._ready = asyncio.Event()
+        if client is not None:
+            self._ready.set()
+
+    def attach(self, client: Client) -> None:
+        self._client, self._turns = client, TurnClient(client)
+        self._ready.set()
+
+    def fail(self, problem: str) -> None:
+        self._problem = problem
+        self._ready.set()
+
+    async def ready(self) -> None:
+        await self._ready.wait()
+        if self._client is None:
+            raise NotConnected(self._problem or "not connected to Temporal")
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise NotConnected(self._problem or "not connected to Temporal yet")
+        return self._client
+
+    @property
+    def turns(self) -> TurnClient:
+        if self._turns is None:
+            raise NotConnected(self._problem or "not connected to Temporal yet")
+        return self._turns
 
     # ------------------------------------------------------------ snapshots
     async def snapshots(self) -> list[Snapshot]:
@@ -67,6 +104,7 @@ class McpTurns:
         return turn_id.startswith(self.settings.turn_prefix)
 
     async def start(self, name: str, arguments: dict[str, Any] | None) -> str:
+        await self.ready()
         turn_id = f"{self.settings.turn_prefix}{uuid.uuid4().hex[:12]}"
         turn = build_turn_input(
             workspace_root=self.settings.workspace,
