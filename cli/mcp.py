@@ -44,7 +44,8 @@ def register(sub: Any) -> None:
     p.add_argument("--dev-server", action="store_true",
                    help="start the embedded Temporal dev server and a worker here when none runs")
     p.add_argument("--data-dir", default=None,
-                   help="--dev-server: where its SQLite file lives (default: .data in the workspace's parent)")
+                   help="--dev-server: where its SQLite file lives (default: $XDG_STATE_HOME/agent-tools/dev-server, "
+                        "i.e. ~/.local/state/...; one dev server serves every workspace on the machine)")
     p.add_argument("--ui-port", type=int, default=8233, help="--dev-server: its Web UI port (0: none)")
     p.add_argument("--approval-timeout", type=float, default=DEFAULT_APPROVAL_TIMEOUT_S, metavar="S",
                    help="seconds a call waits for a decision before its turn is rejected")
@@ -134,8 +135,11 @@ async def _start_dev_server(
     if port_open(host, int(port)):
         log.info("a Temporal server already answers at %s; using it", target)
         return None
-    # Not inside the workspace: the agent's tools must not see (or delete) it.
-    data = Path(data_dir).resolve() if data_dir else workspace.parent / ".agent-tools-data"
+    # Per user, not per workspace (the dev server on this port serves them
+    # all), and never inside a workspace, where the agent's tools could see
+    # or delete it.
+    state_home = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    data = Path(data_dir).resolve() if data_dir else state_home / "agent-tools" / "dev-server"
     server = DevServer(db_file=data / "temporal.sqlite", host=host, port=int(port), ui_port=ui_port or None,
                        log_file=data / "temporal-server.log")
     stack.callback(server.stop)
