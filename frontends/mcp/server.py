@@ -77,8 +77,7 @@ class McpFrontend:
             if isinstance(result, types.InputRequiredResult):
                 # The turn is paused and the client will retry with the
                 # decision: the calls behind it still wait for its end.
-                handle = self.turns.client.get_workflow_handle(turn_id)
-                self.order.hand_over(place, handle.result)
+                self.order.hand_over(place, lambda: self._until_decided(turn_id))
                 handed_over = True
             return result
         finally:
@@ -126,6 +125,20 @@ class McpFrontend:
         if finished.result is None:
             return failed_result(turn_id, finished.failure or f"turn {turn_id} ended without a result")
         return call_result(finished.result)
+
+    async def _until_decided(self, turn_id: str) -> None:
+        """The end of a turn whose client was asked to retry with a decision;
+        a client that never comes back gets the approval timeout's rejection
+        (the calls behind it would otherwise wait for ever)."""
+        handle = self.turns.client.get_workflow_handle(turn_id)
+        try:
+            await asyncio.wait_for(handle.result(), self.settings.approval_timeout_s)
+        except asyncio.TimeoutError:
+            await self.turns.decide(
+                turn_id, approve=False, digest="", approver="mcp-front-end",
+                reason=f"no decision within {self.settings.approval_timeout_s:g} s",
+            )
+            await handle.result()
 
     async def _resume(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

@@ -140,3 +140,36 @@ async def test_a_forged_request_state_cannot_approve_another_turn(
             )
     assert (await turns.pending_digest(victim.turn_id))[0] == "paused"
     await client.get_workflow_handle(victim.turn_id).terminate("test over")
+
+
+async def test_an_input_required_call_never_retried_is_rejected_after_the_timeout(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    """2026-07-28: the client got "input required" and went away. The turn
+    must not block the calls behind it for ever."""
+    import asyncio
+
+    async with stdio_client(
+        client, workspace, task_queue, "--approval-timeout", "3", elicitation_callback=Approver("accept", "approve")
+    ) as mcp:
+        first = await mcp.session.call_tool(
+            "write_file", {"path": "p.txt", "content": "1"}, allow_input_required=True
+        )
+        assert isinstance(first, types.InputRequiredResult)
+        # The next write waits behind the paused one, then runs (and asks too).
+        second = await asyncio.wait_for(
+            mcp.session.call_tool("write_file", {"path": "q.txt", "content": "2"}, allow_input_required=True), 60
+        )
+        assert isinstance(second, types.InputRequiredResult)
+    from frontends.mcp.approval import decode_state
+
+    turn_id, _ = decode_state(first.request_state or "")
+    from runtime.api import TurnClient
+
+    assert (await TurnClient(client).pending_digest(turn_id))[0] == "completed"
+    from core.contracts import TurnResult
+
+    result = await client.get_workflow_handle(turn_id, result_type=TurnResult).result()
+    assert result.status.value == "rejected"
+    assert "no decision within 3 s" in result.results[0].output
+    assert not (workspace / "p.txt").exists()
