@@ -56,6 +56,9 @@ async def test_blind_write_refused_then_write_after_read_accepted(
         assert not write.is_error, text(write)
         assert write.structured_content["status"] == "ok"
     assert target.read_text() == "new\n"
+    # Like any turn's, an MCP call's changes roll back with agent-turn rollback.
+    await TurnClient(client).rollback(write.structured_content["turn_id"])
+    assert target.read_text() == "old\n"
 
 
 async def test_snapshots_survive_a_server_restart_and_catch_a_conflict(
