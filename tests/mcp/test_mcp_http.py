@@ -85,3 +85,34 @@ async def test_elicitation_over_http(http_server: HttpServer, workspace: Path, m
     assert not result.is_error, text(result)
     assert (workspace / "x").exists()
 
+
+
+async def test_a_task_created_over_stdio_is_answered_over_http(
+    http_server: HttpServer, client: TemporalClient, workspace: Path, task_queue: str, mcp_worker: None,
+    tmp_path: Path,
+) -> None:
+    """Another process, another transport: the HTTP server knows the task only
+    through Temporal."""
+    import asyncio
+
+    import mcp_types as types
+
+    from tests.mcp.support import RawStdio, mcp_args
+
+    raw = RawStdio(mcp_args(client, workspace, task_queue, "--policy", "auto"), tmp_path / "stdio.log")
+    try:
+        await asyncio.to_thread(raw.initialize)
+        task_id = (await raw.call("tools/call", {
+            "name": "bash", "arguments": {"command": "echo over-http"}, "task": {},
+        }))["task"]["taskId"]
+    finally:
+        raw.close()
+    async with connect(http_server, mode="legacy") as mcp:
+        result = await mcp.session.send_request(
+            types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task_id)), types.CallToolResult
+        )
+        got = await mcp.session.send_request(
+            types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id)), types.GetTaskResult
+        )
+    assert not result.is_error and "over-http" in text(result)
+    assert got.status == "completed"
