@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from frontends.mcp.settings import DEFAULT_APPROVAL_TIMEOUT_S, DEFAULT_UI_URL, T
 from runtime.worker import DEFAULT_TASK_QUEUE
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEV_SERVER_PATIENCE_S = 60.0
 log = logging.getLogger("agent-tools.mcp")
 
 
@@ -99,14 +101,14 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 async def _connect(stack: AsyncExitStack, args: argparse.Namespace, turns: Any, workspace: Path, target: str) -> None:
-    from runtime.connection import ConnectionFailed, connect
+    from runtime.connection import ConnectionFailed
 
     try:
         if args.dev_server:
             problem = await _start_dev_server(stack, target, args.data_dir, workspace, args.ui_port)
             if problem:
                 raise ConnectionFailed(problem)
-        client = await connect(args.address, args.namespace)
+        client = await _connect_patiently(args, patience_s=DEV_SERVER_PATIENCE_S if args.dev_server else 0.0)
         if args.dev_server:
             from runtime.api import TurnClient
             from runtime.worker import build_worker
@@ -122,6 +124,21 @@ async def _connect(stack: AsyncExitStack, args: argparse.Namespace, turns: Any, 
     except Exception as exc:  # noqa: BLE001 - the calls must hear why, not hang
         log.exception("could not get Temporal ready")
         turns.fail(f"could not get Temporal ready: {exc}")
+
+
+async def _connect_patiently(args: argparse.Namespace, patience_s: float) -> Any:
+    """A dev server that has just opened its port can still answer "frontend
+    is not healthy yet" for a few seconds (longer on a loaded machine)."""
+    from runtime.connection import ConnectionFailed, connect
+
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return await connect(args.address, args.namespace)
+        except ConnectionFailed:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(0.5)
 
 
 async def _start_dev_server(

@@ -27,7 +27,6 @@ from core.shell import validate_command
 from core.tools.specs import TOOLS
 from frontends.mcp.approval import DECISION_SCHEMA, answer_from, decode_state, encode_state, review_text, where_to_decide
 from frontends.mcp.ordering import CallOrder
-from frontends.mcp.settings import McpSettings
 from frontends.mcp.tools import call_result, failed_result, is_concurrency_safe, mcp_tools
 from frontends.mcp.turns import McpTurns, NotConnected
 from runtime.api import NoWorker, TurnInputError

@@ -4,13 +4,18 @@ progress notifications and a timeout."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 from temporalio.client import Client
 
+from core.contracts import ToolCall, TurnResult
+from frontends.mcp.approval import decode_state, encode_state
+from runtime.api import TurnClient, build_turn_input
 from tests.mcp.support import stdio_client, text
 
 
@@ -86,10 +91,6 @@ async def test_without_elicitation_progress_says_where_to_decide_then_times_out(
 async def test_without_elicitation_a_decision_from_the_cli_lets_the_call_finish(
     client: Client, workspace: Path, task_queue: str, mcp_worker: None
 ) -> None:
-    import asyncio
-
-    from runtime.api import TurnClient
-
     turns = TurnClient(client)
     async with stdio_client(client, workspace, task_queue, mode="legacy") as mcp:
         call = asyncio.ensure_future(mcp.call_tool("write_file", {"path": "m.txt", "content": "y"}))
@@ -111,14 +112,6 @@ async def test_a_forged_request_state_cannot_approve_another_turn(
 ) -> None:
     """The 2026-07-28 retry carries the client's copy of the state: a client
     that writes another turn's id and digest there must not decide it."""
-    import asyncio
-
-    from mcp.shared.exceptions import MCPError
-
-    from core.contracts import ToolCall
-    from frontends.mcp.approval import encode_state
-    from runtime.api import TurnClient, build_turn_input
-
     turns = TurnClient(client)
     victim = build_turn_input(
         workspace_root=str(workspace), task_queue=task_queue,
@@ -147,8 +140,6 @@ async def test_an_input_required_call_never_retried_is_rejected_after_the_timeou
 ) -> None:
     """2026-07-28: the client got "input required" and went away. The turn
     must not block the calls behind it for ever."""
-    import asyncio
-
     async with stdio_client(
         client, workspace, task_queue, "--approval-timeout", "3", elicitation_callback=Approver("accept", "approve")
     ) as mcp:
@@ -161,14 +152,8 @@ async def test_an_input_required_call_never_retried_is_rejected_after_the_timeou
             mcp.session.call_tool("write_file", {"path": "q.txt", "content": "2"}, allow_input_required=True), 60
         )
         assert isinstance(second, types.InputRequiredResult)
-    from frontends.mcp.approval import decode_state
-
     turn_id, _ = decode_state(first.request_state or "")
-    from runtime.api import TurnClient
-
     assert (await TurnClient(client).pending_digest(turn_id))[0] == "completed"
-    from core.contracts import TurnResult
-
     result = await client.get_workflow_handle(turn_id, result_type=TurnResult).result()
     assert result.status.value == "rejected"
     assert "no decision within 3 s" in result.results[0].output

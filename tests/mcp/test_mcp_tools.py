@@ -4,10 +4,8 @@ every call a turn, snapshots carried across calls and server restarts."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
-import pytest
 from temporalio.client import Client
 
 from core.tools.specs import TOOLS
