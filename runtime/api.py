@@ -414,7 +414,9 @@ def add_to_worker(
     from activities.registry import build_activities
 
     options = dict(worker_options)
-    options["workflows"] = [*options.get("workflows", ()), AgentTurnWorkflow, TurnRollbackWorkflow]  # rollback
+    from workflows.mcp_session import McpSessionWorkflow  # the MCP front-end's snapshot store
+
+    options["workflows"] = [*options.get("workflows", ()), AgentTurnWorkflow, TurnRollbackWorkflow, McpSessionWorkflow]
     extra: list[Callable[..., Any]] = build_activities(workspace_root, default_policy)
     options["activities"] = [*options.get("activities", ()), *extra]
     return options

@@ -18,7 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from core.contracts import Policy, Snapshot, ToolCall, TurnProgress, TurnResult, TurnStatus
 from frontends.mcp.settings import McpSettings
 from runtime.api import TurnClient, build_turn_input, load_offloaded
-from workflows.mcp_session import McpSessionState, McpSessionWorkflow
+from workflows.mcp_session import SIGNAL_REMEMBER, McpSessionState, McpSessionWorkflow
 
 
 @dataclass
@@ -95,7 +95,7 @@ class McpTurns:
             McpSessionState(),
             id=self.settings.snapshots_workflow_id,
             task_queue=self.settings.task_queue,
-            start_signal="remember_snapshots",
+            start_signal=SIGNAL_REMEMBER,
             start_signal_args=[snapshots],
         )
 
