@@ -320,7 +320,7 @@ async def cmd_decide(client: Client, args: argparse.Namespace, approve: bool) ->
 # ------------------------------------------------------------------ main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="client.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--address", help="Temporal host:port (default: TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or 'default')")
