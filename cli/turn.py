@@ -30,6 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 import cli.rollback
 from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
+import cli.mcp
 import cli.session
 from core.tools.call_documents import CallDocumentError, calls_from_document
 from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
@@ -374,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="stdin is a JSON array of strings")
     cli.rollback.add_parser(sub)  # client.py rollback
     cli.session.register(sub)
+    cli.mcp.register(sub)
     return parser
 
 
@@ -402,6 +404,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
 def run_cli(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "mcp":  # runs its own event loop (and maybe a worker)
+        return cli.mcp.dispatch(args)
     try:
         return asyncio.run(_dispatch(args))
     except UsageError as exc:

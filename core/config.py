@@ -30,6 +30,7 @@ PREIMAGE_CALL_ENV = "AGENT_TOOLS_TXN_PREIMAGE_CALL_MB"
 ARTIFACTS_MAX_TOTAL_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_MB"
 ARTIFACTS_MAX_AGE_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_AGE_H"
 RG_ENV = "AGENT_TOOLS_RG"
+MCP_TOKEN_ENV = "AGENT_TOOLS_MCP_TOKEN"
 
 SandboxMode = Literal["auto", "required", "off"]
 SANDBOX_MODES: tuple[str, ...] = ("auto", "required", "off")
@@ -91,6 +92,7 @@ class ToolSettings:
     artifacts_max_total_bytes: int = 256 << 20  # the artifacts folder as a whole
     artifacts_max_age_s: int = 168 * HOUR  # artifacts older than this are deleted
     rg: str = ""  # another ripgrep binary ("": the bundled one)
+    mcp_token: str = ""  # the bearer token the MCP front-end's HTTP transport requires
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "ToolSettings":
@@ -133,5 +135,6 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "artifacts_max_total_bytes": (ARTIFACTS_MAX_TOTAL_ENV, _mib),
     "artifacts_max_age_s": (ARTIFACTS_MAX_AGE_ENV, lambda n, r: whole(n, r, HOUR, " of hours")),
     "rg": (RG_ENV, _path),
+    "mcp_token": (MCP_TOKEN_ENV, _path),
 }
 VARIABLES: tuple[str, ...] = tuple(name for name, _ in _VARIABLES.values())

@@ -15,6 +15,7 @@ from __future__ import annotations
 TURN_WORKFLOW = "AgentTurnWorkflow"
 SESSION_WORKFLOW = "AgentSessionWorkflow"
 ROLLBACK_WORKFLOW = "TurnRollbackWorkflow"
+MCP_SESSION_WORKFLOW = "McpSessionSnapshots"  # the MCP front-end's snapshot store
 
 # ------------------------------------------------- tools (their activity types)
 READ_FILE = "read_file"
@@ -46,6 +47,8 @@ CLOSE_SIGNAL = "close"  # session: finish after the current turn
 DECIDE_UPDATE = "decide"  # turn: approve or reject, answered
 CLOSE_BATCH_UPDATE = "close_batch"  # turn: the open batch is complete
 STATUS_QUERY = "status"
+MCP_REMEMBER_SIGNAL = "remember_snapshots"  # MCP session: a finished turn's snapshots
+MCP_SNAPSHOTS_QUERY = "snapshots"  # MCP session: what its calls have read
 
 # ------------------------------------------------------------------- patches
 RECORDED_PLAN_PATCH = "recorded-plan"

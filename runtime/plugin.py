@@ -29,12 +29,14 @@ from temporalio.plugin import SimplePlugin
 from activities.registry import build_activities
 from core.config import ToolSettings
 from core.contracts import Policy
+from workflows.mcp_session import McpSessionWorkflow
 from workflows.rollback import TurnRollbackWorkflow
 from workflows.session import AgentSessionWorkflow
 from workflows.turn import AgentTurnWorkflow
 
 PLUGIN_NAME = "durable-agent-tools"
-WORKFLOWS: tuple[type, ...] = (AgentTurnWorkflow, AgentSessionWorkflow, TurnRollbackWorkflow)
+# McpSessionWorkflow: the MCP front-end's per-session snapshot store.
+WORKFLOWS: tuple[type, ...] = (AgentTurnWorkflow, AgentSessionWorkflow, TurnRollbackWorkflow, McpSessionWorkflow)
 
 
 def activity_name(fn: Callable[..., Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE_PACKAGES = ("core", "activities", "workflows", "runtime", "cli", "demo", "bench")
+SOURCE_PACKAGES = ("core", "activities", "workflows", "runtime", "frontends", "cli", "demo", "bench")
 TOP_MODULES = ("worker.py", "client.py")
 
 

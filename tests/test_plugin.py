@@ -12,7 +12,7 @@ from temporalio.converter import DataConverter
 from temporalio.worker import Worker
 
 from core.contracts import Policy, ToolRequest, ToolResult
-from core.names import ROLLBACK_WORKFLOW, SESSION_WORKFLOW, TURN_WORKFLOW
+from core.names import MCP_SESSION_WORKFLOW, ROLLBACK_WORKFLOW, SESSION_WORKFLOW, TURN_WORKFLOW
 from runtime.api import add_to_worker
 from runtime.plugin import AgentToolsPlugin, _pydantic_payloads, activity_name
 from runtime.worker import build_worker
@@ -32,7 +32,7 @@ def _names(worker: Worker) -> tuple[set[str], dict[str, object]]:
 async def test_every_workflow_and_activity_is_registered_once(client: Client, workspace: Path) -> None:
     worker = Worker(client, task_queue="plugin-1", plugins=[AgentToolsPlugin(workspace=str(workspace))])
     workflows, activities = _names(worker)
-    assert workflows == {TURN_WORKFLOW, SESSION_WORKFLOW, ROLLBACK_WORKFLOW}
+    assert workflows == {TURN_WORKFLOW, SESSION_WORKFLOW, ROLLBACK_WORKFLOW, MCP_SESSION_WORKFLOW}
     assert len(activities) == len(worker.config(active_config=True)["activities"])  # no name twice
 
 

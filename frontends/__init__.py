@@ -1,0 +1,1 @@
+"""Front-ends: other protocols that drive the same turns (MCP)."""

@@ -1,0 +1,16 @@
+"""The MCP front-end: the six tools for any MCP client, each call a turn.
+
+    turns = McpTurns(await connect(), McpSettings(workspace="/srv/ws", task_queue="agent-tools"))
+    server = build_server(turns)
+    await serve_stdio(server)       # or: await serve_http(server, host="127.0.0.1", port=8765, token=None)
+
+The worker serving the queue must include ``McpSessionWorkflow`` (the
+snapshot store); ``runtime.worker.build_worker`` does.
+"""
+
+from frontends.mcp.server import build_server
+from frontends.mcp.settings import McpSettings
+from frontends.mcp.transport import serve_http, serve_stdio
+from frontends.mcp.turns import McpTurns
+
+__all__ = ["McpSettings", "McpTurns", "build_server", "serve_http", "serve_stdio"]

@@ -1,0 +1,214 @@
+"""The MCP server: tools/list and tools/call over the low-level SDK Server.
+
+Why the low-level ``Server`` and not FastMCP (``MCPServer``): our tools are
+not Python functions whose signatures make the schema. Their JSON Schemas are
+generated from the tool specs (the same as ``agent-turn tools``), results must
+carry our own text plus structuredContent and isError, a call may answer
+with an ``InputRequiredResult`` (2026-07-28 elicitation) and approvals need
+the raw session (``elicitation/create`` on handshake-era connections). The
+low-level handlers take and return exactly those protocol objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from core.contracts import TurnProgress, TurnStatus
+from core.shell import validate_command
+from core.tools.specs import TOOLS
+from frontends.mcp.approval import DECISION_SCHEMA, answer_from, decode_state, encode_state, review_text, where_to_decide
+from frontends.mcp.ordering import CallOrder
+from frontends.mcp.tools import call_result, failed_result, is_concurrency_safe, mcp_tools
+from frontends.mcp.turns import McpTurns, NotConnected
+from runtime.api import NoWorker, TurnInputError
+
+log = logging.getLogger("agent-tools.mcp")
+
+SERVER_NAME = "agent-tools"
+APPROVAL_KEY = "approval"
+INSTRUCTIONS = (
+    "Coding tools for one workspace. Every call runs as a durable Temporal turn: read a file before "
+    "writing it (a write to a file changed since your read is refused as a conflict); calls that need "
+    "a person's approval wait for it."
+)
+
+
+class McpFrontend:
+    """The handlers, over one Temporal client. Per process: only the call
+    order (which in-flight calls a new one waits for) lives in memory."""
+
+    def __init__(self, turns: McpTurns) -> None:
+        self.turns = turns
+        self.settings = turns.settings
+        self.order = CallOrder()
+
+    async def list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        # Task support is a 2025-11-25 notion (tools/call with `task`).
+        return types.ListToolsResult(tools=mcp_tools(tasks=ctx.protocol_version == "2025-11-25"))
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if params.name not in TOOLS:
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown tool {params.name!r}: the tools are {', '.join(TOOLS)} (tools/list)"
+            )
+        if params.request_state is not None:
+            return await self._resume(ctx, params)
+        place = self.order.take(is_concurrency_safe(params.name, params.arguments))
+        handed_over = False
+        try:
+            await place.ready()
+            try:
+                turn_id = await self.turns.start(params.name, params.arguments)
+            except (TurnInputError, NoWorker, NotConnected) as exc:
+                return failed_result("", f"the call was not started: {exc}")
+            result = await self._wait(ctx, turn_id)
+            if isinstance(result, types.InputRequiredResult):
+                # The turn is paused and the client will retry with the
+                # decision: the calls behind it still wait for its end.
+                self.order.hand_over(place, lambda: self._until_decided(turn_id))
+                handed_over = True
+            return result
+        finally:
+            if not handed_over:
+                place.release()
+
+    # ------------------------------------------------------------ waiting
+    async def _wait(self, ctx: ServerRequestContext[Any], turn_id: str) -> types.CallToolResult | types.InputRequiredResult:
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        caps = ctx.session.client_capabilities
+        can_elicit = caps is not None and caps.elicitation is not None
+        asked: list[types.InputRequiredResult] = []
+
+        async def on_paused(progress: TurnProgress) -> bool:
+            text = review_text(progress, validate_command)
+            if can_elicit and modern:
+                # 2026-07-28 has no server-to-client requests: the call answers
+                # "input required" and the client retries it with the answer.
+                # The state names the turn and digest; nothing is kept here.
+                asked.append(
+                    types.InputRequiredResult(
+                        input_requests={
+                            APPROVAL_KEY: types.ElicitRequest(
+                                params=types.ElicitRequestFormParams(message=text, requested_schema=DECISION_SCHEMA)
+                            )
+                        },
+                        request_state=encode_state(turn_id, progress.batch_digest),
+                    )
+                )
+                return False
+            if can_elicit:
+                try:
+                    answer = await ctx.session.elicit_form(text, DECISION_SCHEMA, related_request_id=ctx.request_id)
+                except Exception as exc:  # noqa: BLE001 - the client could not ask: fall back to waiting
+                    log.warning("elicitation for %s failed (%s); waiting for a decision elsewhere", turn_id, exc)
+                else:
+                    await self._apply(ctx, turn_id, progress.batch_digest, answer)
+                    return True
+            await self._wait_elsewhere(ctx, turn_id, progress)
+            return True
+
+        finished = await self.turns.wait(turn_id, on_paused)
+        if finished is None:
+            return asked[-1]
+        if finished.result is None:
+            return failed_result(turn_id, finished.failure or f"turn {turn_id} ended without a result")
+        return call_result(finished.result)
+
+    async def _until_decided(self, turn_id: str) -> None:
+        """The end of a turn whose client was asked to retry with a decision;
+        a client that never comes back gets the approval timeout's rejection
+        (the calls behind it would otherwise wait for ever)."""
+        handle = self.turns.client.get_workflow_handle(turn_id)
+        try:
+            await asyncio.wait_for(handle.result(), self.settings.approval_timeout_s)
+        except asyncio.TimeoutError:
+            await self.turns.decide(
+                turn_id, approve=False, digest="", approver="mcp-front-end",
+                reason=f"no decision within {self.settings.approval_timeout_s:g} s",
+            )
+            await handle.result()
+
+    async def _resume(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        try:
+            turn_id, digest = decode_state(params.request_state or "")
+        except ValueError as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        if not self.turns.owns(turn_id):
+            raise MCPError(types.INVALID_PARAMS, "requestState names a turn this server did not start")
+        await self.turns.ready()
+        answer = (params.input_responses or {}).get(APPROVAL_KEY)
+        if isinstance(answer, types.ElicitResult):
+            await self._apply(ctx, turn_id, digest, answer)
+        return await self._wait(ctx, turn_id)
+
+    async def _apply(self, ctx: ServerRequestContext[Any], turn_id: str, digest: str, result: types.ElicitResult) -> None:
+        answer = answer_from(result.action, dict(result.content or {}))
+        problem = await self.turns.decide(
+            turn_id, approve=answer.approve, digest=digest, approver=_approver(ctx), reason=answer.reason
+        )
+        if problem:
+            # Decided elsewhere meanwhile (CLI, Web UI) or a new batch: the
+            # turn itself refuses a decision for a digest it is not waiting on.
+            log.info("decision for %s not applied: %s", turn_id, problem)
+
+    async def _wait_elsewhere(self, ctx: ServerRequestContext[Any], turn_id: str, progress: TurnProgress) -> None:
+        """No way to ask the client: say where to decide, until the turn moves
+        on or the approval timeout rejects it."""
+        message = where_to_decide(turn_id, self.settings.web_ui_link(turn_id))
+        started = time.monotonic()
+        told = -self.settings.progress_interval_s
+        while True:
+            waited = time.monotonic() - started
+            if waited >= self.settings.approval_timeout_s:
+                await self.turns.decide(
+                    turn_id,
+                    approve=False,
+                    digest=progress.batch_digest,
+                    approver="mcp-front-end",
+                    reason=f"no decision within {self.settings.approval_timeout_s:g} s",
+                )
+                return
+            if waited - told >= self.settings.progress_interval_s:
+                told = waited
+                try:
+                    await ctx.session.report_progress(waited, self.settings.approval_timeout_s, message)
+                except Exception:  # noqa: BLE001 - a client that cannot take progress still gets the result
+                    pass
+            state, digest = await self.turns.state(turn_id)
+            if state != TurnStatus.PAUSED.value or digest != progress.batch_digest:
+                return
+            await asyncio.sleep(self.settings.poll_interval_s)
+
+
+def _approver(ctx: ServerRequestContext[Any]) -> str:
+    params = ctx.session.client_params
+    name = params.client_info.name if params is not None and params.client_info is not None else "client"
+    return f"mcp:{name}"
+
+
+def build_server(turns: McpTurns) -> Server[Any]:
+    from frontends.mcp.tasks import TaskMiddleware
+
+    frontend = McpFrontend(turns)
+    server: Server[Any] = Server(
+        SERVER_NAME,
+        version="0.1",
+        instructions=INSTRUCTIONS,
+        on_list_tools=frontend.list_tools,
+        on_call_tool=frontend.call_tool,
+    )
+    server.middleware.append(TaskMiddleware(frontend))
+    return server

@@ -1,0 +1,160 @@
+"""Approvals over MCP: elicitation (handshake era: elicitation/create; 2026-07-28:
+an input_required result the client answers) or, without it, a wait with
+progress notifications and a timeout."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
+from temporalio.client import Client
+
+from core.contracts import ToolCall, TurnResult
+from frontends.mcp.approval import decode_state, encode_state
+from runtime.api import TurnClient, build_turn_input
+from tests.mcp.support import stdio_client, text
+
+
+
+class Approver:
+    """An elicitation callback that answers like a person would, and keeps what it was shown."""
+
+    def __init__(self, action: str, decision: str | None = None) -> None:
+        self.action = action
+        self.decision = decision
+        self.asked: list[types.ElicitRequestParams] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append(params)
+        content = {"decision": self.decision, "reason": "checked"} if self.decision else None
+        return types.ElicitResult(action=self.action, content=content)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_elicitation_accepted_approves_the_digest(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None, mode: str
+) -> None:
+    approver = Approver("accept", "approve")
+    async with stdio_client(client, workspace, task_queue, mode=mode, elicitation_callback=approver) as mcp:
+        # auto negotiates 2026-07-28 (input_required); legacy the handshake era (elicitation/create).
+        assert (mcp.protocol_version == "2026-07-28") == (mode == "auto")
+        result = await mcp.call_tool("write_file", {"path": "new.txt", "content": "hello\x1b[2J\n"})
+    assert not result.is_error, text(result)
+    assert (workspace / "new.txt").read_text() == "hello\x1b[2J\n"
+    assert len(approver.asked) == 1
+    message = approver.asked[0].message
+    # The review the CLI shows: the file, the content, the reason; escaped.
+    assert "write_file" in message and "new.txt" in message and "batch digest" in message
+    assert "\x1b" not in message and "\\x1b" in message
+    turn = await client.get_workflow_handle(result.structured_content["turn_id"]).describe()
+    assert (await turn.memo()).get("turn_status") == "completed"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("action,decision", [("decline", None), ("cancel", None), ("accept", "reject")])
+async def test_elicitation_declined_rejects(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None, mode: str, action: str, decision: str | None
+) -> None:
+    approver = Approver(action, decision)
+    async with stdio_client(client, workspace, task_queue, mode=mode, elicitation_callback=approver) as mcp:
+        result = await mcp.call_tool("bash", {"command": "touch made-by-bash"})
+    assert result.is_error
+    assert result.structured_content["status"] == "denied"
+    assert result.structured_content["turn_status"] == "rejected"
+    assert "Denied by mcp:" in text(result)
+    assert not (workspace / "made-by-bash").exists()
+
+
+async def test_without_elicitation_progress_says_where_to_decide_then_times_out(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    notes: list[str] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        notes.append(message or "")
+
+    async with stdio_client(client, workspace, task_queue, "--approval-timeout", "3", mode="legacy") as mcp:
+        result = await mcp.call_tool("write_file", {"path": "n.txt", "content": "x"}, progress_callback=progress)
+    assert notes, "no progress notification arrived"
+    turn_id = result.structured_content["turn_id"]
+    assert f"agent-turn approve {turn_id}" in notes[0]
+    assert f"/workflows/{turn_id}" in notes[0]  # the Web UI link
+    assert result.is_error and result.structured_content["status"] == "denied"
+    assert "no decision within 3 s" in text(result)
+    assert not (workspace / "n.txt").exists()
+
+
+async def test_without_elicitation_a_decision_from_the_cli_lets_the_call_finish(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    turns = TurnClient(client)
+    async with stdio_client(client, workspace, task_queue, mode="legacy") as mcp:
+        call = asyncio.ensure_future(mcp.call_tool("write_file", {"path": "m.txt", "content": "y"}))
+        for _ in range(200):
+            paused = await turns.pending()
+            mine = [p for p in paused if p["task_queue"] == task_queue]
+            if mine:
+                break
+            await asyncio.sleep(0.1)
+        assert mine, "the call's turn never paused"
+        await turns.approve(mine[0]["turn_id"], approver="tester")
+        result = await call
+    assert not result.is_error, text(result)
+    assert (workspace / "m.txt").read_text() == "y"
+
+
+async def test_a_forged_request_state_cannot_approve_another_turn(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    """The 2026-07-28 retry carries the client's copy of the state: a client
+    that writes another turn's id and digest there must not decide it."""
+    turns = TurnClient(client)
+    victim = build_turn_input(
+        workspace_root=str(workspace), task_queue=task_queue,
+        tool_calls=[ToolCall(id="c1", name="bash", arguments={"command": "touch victim"})],
+    )
+    await turns.start_turn(victim)
+    for _ in range(100):
+        state, digest = await turns.pending_digest(victim.turn_id)
+        if state == "paused" and digest:
+            break
+        await asyncio.sleep(0.1)
+    assert state == "paused"
+    approve = types.ElicitResult(action="accept", content={"decision": "approve"})
+    async with stdio_client(client, workspace, task_queue) as mcp:
+        with pytest.raises(MCPError, match="did not start"):
+            await mcp.session.call_tool(
+                "bash", {"command": "touch victim"}, request_state=encode_state(victim.turn_id, digest),
+                input_responses={"approval": approve}, allow_input_required=True,
+            )
+    assert (await turns.pending_digest(victim.turn_id))[0] == "paused"
+    await client.get_workflow_handle(victim.turn_id).terminate("test over")
+
+
+async def test_an_input_required_call_never_retried_is_rejected_after_the_timeout(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    """2026-07-28: the client got "input required" and went away. The turn
+    must not block the calls behind it for ever."""
+    async with stdio_client(
+        client, workspace, task_queue, "--approval-timeout", "3", elicitation_callback=Approver("accept", "approve")
+    ) as mcp:
+        first = await mcp.session.call_tool(
+            "write_file", {"path": "p.txt", "content": "1"}, allow_input_required=True
+        )
+        assert isinstance(first, types.InputRequiredResult)
+        # The next write waits behind the paused one, then runs (and asks too).
+        second = await asyncio.wait_for(
+            mcp.session.call_tool("write_file", {"path": "q.txt", "content": "2"}, allow_input_required=True), 60
+        )
+        assert isinstance(second, types.InputRequiredResult)
+    turn_id, _ = decode_state(first.request_state or "")
+    assert (await TurnClient(client).pending_digest(turn_id))[0] == "completed"
+    result = await client.get_workflow_handle(turn_id, result_type=TurnResult).result()
+    assert result.status.value == "rejected"
+    assert "no decision within 3 s" in result.results[0].output
+    assert not (workspace / "p.txt").exists()

@@ -1,0 +1,103 @@
+"""The pure parts of the MCP front-end: call order, approval answers, request
+state, listening rules."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from frontends.mcp.approval import answer_from, decode_state, encode_state
+from frontends.mcp.ordering import CallOrder
+from frontends.mcp.tools import is_concurrency_safe
+from frontends.mcp.transport import TransportError, check_listen, is_loopback
+
+
+async def test_unsafe_calls_run_in_arrival_order_and_safe_ones_together() -> None:
+    order = CallOrder()
+    log: list[str] = []
+    gates = {name: asyncio.Event() for name in ("r1", "r2", "w1", "r3", "w2")}
+
+    async def call(name: str, safe: bool) -> None:
+        place = order.take(safe)
+        await place.ready()
+        log.append(f"start {name}")
+        await gates[name].wait()
+        log.append(f"end {name}")
+        place.release()
+
+    tasks = [asyncio.ensure_future(call(n, n.startswith("r"))) for n in ("r1", "r2", "w1", "r3", "w2")]
+    await asyncio.sleep(0.05)
+    assert log == ["start r1", "start r2"]  # both reads at once; the write waits for them
+    gates["r2"].set()
+    await asyncio.sleep(0.05)
+    assert "start w1" not in log
+    gates["r1"].set()
+    await asyncio.sleep(0.05)
+    assert log[-1] == "start w1" and "start r3" not in log  # the later read waits for the write
+    gates["w1"].set()
+    await asyncio.sleep(0.05)
+    assert log[-1] == "start r3" and "start w2" not in log
+    gates["r3"].set()
+    gates["w2"].set()
+    await asyncio.gather(*tasks)
+    assert log[-2:] == ["start w2", "end w2"]
+
+
+async def test_a_handed_over_place_holds_until_its_turn_ends() -> None:
+    order = CallOrder()
+    first = order.take(False)
+    await first.ready()
+    turn_over = asyncio.Event()
+    order.hand_over(first, turn_over.wait)
+    second = order.take(False)
+    waiting = asyncio.ensure_future(second.ready())
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    turn_over.set()
+    await asyncio.wait_for(waiting, 1)
+
+
+def test_concurrency_safety_follows_the_tool_specs() -> None:
+    assert is_concurrency_safe("read_file", {"path": "a"})
+    assert is_concurrency_safe("bash", {"command": "ls -la"})
+    assert not is_concurrency_safe("bash", {"command": "rm -rf build"})
+    assert not is_concurrency_safe("write_file", {"path": "a", "content": ""})
+    assert not is_concurrency_safe("read_file", {"path": "a", "bogus": 1})  # runs alone; its turn says why
+    assert not is_concurrency_safe("nope", {})
+
+
+@pytest.mark.parametrize(
+    "action,content,approve",
+    [
+        ("accept", {"decision": "approve"}, True),
+        ("accept", {"decision": "reject"}, False),
+        ("accept", {}, False),
+        ("accept", {"decision": "APPROVE"}, False),
+        ("decline", {"decision": "approve"}, False),
+        ("cancel", None, False),
+    ],
+)
+def test_only_an_explicit_approve_approves(action: str, content: dict | None, approve: bool) -> None:
+    answer = answer_from(action, content)
+    assert answer.approve is approve
+    if not approve:
+        assert answer.reason  # the agent is told something
+
+
+def test_request_state_round_trip_and_garbage() -> None:
+    assert decode_state(encode_state("t-1", "d" * 64)) == ("t-1", "d" * 64)
+    for bad in ("", "null", "[]", '{"turn_id": 1, "digest": "x"}', "{not json"):
+        with pytest.raises(ValueError, match="requestState"):
+            decode_state(bad)
+
+
+def test_listening_needs_a_token_beyond_loopback() -> None:
+    for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        assert is_loopback(host)
+        check_listen(host, None)
+    for host in ("0.0.0.0", "::", "192.168.1.5", "example.org"):
+        assert not is_loopback(host)
+        with pytest.raises(TransportError, match="AGENT_TOOLS_MCP_TOKEN"):
+            check_listen(host, None)
+        check_listen(host, "secret")
