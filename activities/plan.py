@@ -17,10 +17,12 @@ module only supplies the I/O-aware validator and the worker's default policy.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any, Callable
 
 from pydantic import BaseModel
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 import core.turn.policy as policy_module
 import core.shell as shell_validator
@@ -37,6 +39,8 @@ class PlanRequest(BaseModel):
     tool_calls: list[ToolCall]
     # None: plan with the default policy of the worker that runs the workflow.
     policy: Policy | None = None
+    # The queue of the worker that holds the workspace ("": not said).
+    task_queue: str = ""
 
 
 def current_validator(workspace_root: str) -> Callable[[str], Verdict]:
@@ -55,9 +59,29 @@ def current_risk() -> Callable[..., RiskDecision]:
     return policy_module.decide_risk
 
 
-def build_plan_activity(default_policy: Policy, build_id: str = "") -> Any:
+def wrong_workspace(request: PlanRequest, allowed_root: str | None, this_queue: str) -> str | None:
+    """Why a turn planned on this worker can run none of its calls here: it
+    names this worker's queue for its files, but another folder."""
+    if allowed_root is None or not request.task_queue or request.task_queue != this_queue:
+        return None
+    allowed = os.path.realpath(allowed_root)
+    asked = os.path.realpath(request.workspace_root)
+    if asked == allowed or asked.startswith(allowed.rstrip("/") + "/"):
+        return None
+    return (
+        f"the worker on task queue {this_queue!r} serves the workspace {allowed}, not {request.workspace_root}; "
+        "nothing was run. Start the turn on the queue of the worker that holds that folder (the default "
+        "queue is derived from the folder: leave --task-queue out)"
+    )
+
+
+def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root: str | None = None) -> Any:
     @activity.defn(name=PLAN_TURN_ACTIVITY)
     async def plan_turn(request: PlanRequest) -> TurnPlan:
+        problem = wrong_workspace(request, allowed_root, activity.info().task_queue)
+        if problem:
+            # Refused whole, before anything runs: every call would fail.
+            raise ApplicationError(problem, type="WrongWorkspace", non_retryable=True)
         # In a thread: validating a big batch must not stall the worker's loop.
         return await asyncio.to_thread(
             make_plan,

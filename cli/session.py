@@ -31,7 +31,6 @@ from runtime import session_api as sessions
 from runtime.connection import connect
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
-DEFAULT_TASK_QUEUE = "agent-tools"
 
 
 def _err(text: str) -> None:
@@ -50,7 +49,8 @@ def register(sub: Any) -> None:
 
     run = commands.add_parser("run", help="start a session and wait for its first answer")
     run.add_argument("--workspace", required=True, help="workspace root, as the worker sees it")
-    run.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help="task queue of the worker holding the workspace")
+    run.add_argument("--task-queue", help="task queue of the worker holding the workspace "
+                     "(default: the one derived from the workspace's real path, as the worker derives it)")
     run.add_argument("--provider", required=True, choices=["openai", "anthropic"],
                      help="openai: Chat Completions (any compatible server); anthropic: Messages")
     run.add_argument("--model", required=True, help="model name, e.g. gpt-4.1 or claude-sonnet-4-5")

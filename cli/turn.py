@@ -28,6 +28,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.service import RPCError, RPCStatusCode
 
 import cli.rollback
+from runtime.queues import queue_for_workspace
 from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
 import cli.session
@@ -38,7 +39,6 @@ from core.shell import validate_command
 from core.tools.specs import tool_definitions
 from runtime.connection import ConnectionFailed, connect
 
-DEFAULT_TASK_QUEUE = "agent-tools"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 
 
@@ -112,6 +112,8 @@ def load_turn_input(args: argparse.Namespace) -> TurnInput:
     workspace = Path(args.workspace).resolve()
     if not workspace.is_dir():
         raise UsageError(f"workspace {workspace} is not a folder")
+    if not args.task_queue:  # the same name the worker derives from the folder
+        args.task_queue = queue_for_workspace(str(workspace))
     try:
         calls = calls_from_document(_load_json_file(args.calls, "calls"))
     except (CallDocumentError, ValueError, RecursionError) as exc:
@@ -328,7 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one batch of tool calls as a turn")
     run.add_argument("--workspace", required=True, help="workspace root, as the worker sees it")
     run.add_argument("--calls", required=True, help="JSON file with tool calls (OpenAI or Anthropic shape)")
-    run.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help="task queue of the worker holding the workspace")
+    run.add_argument("--task-queue", help="task queue of the worker holding the workspace "
+                     "(default: the one derived from the workspace's real path, as the worker derives it)")
     run.add_argument("--workflow-task-queue", help="run the workflow itself on another queue")
     run.add_argument("--turn-id", help="workflow id (default: a new random one)")
     run.add_argument("--snapshots", help="JSON 'snapshots' an earlier turn returned")

@@ -21,7 +21,8 @@ from pathlib import Path
 from core.contracts import Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
 from runtime.devserver import DevServer, DevServerError, port_open
-from runtime.worker import DEFAULT_TASK_QUEUE, build_worker
+from runtime.queues import POLLER_FRESH_S, foreign_pollers, fresh_pollers, queue_for_workspace
+from runtime.worker import build_worker
 
 log = logging.getLogger("worker")
 
@@ -29,7 +30,11 @@ log = logging.getLogger("worker")
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", required=True, help="folder whose files this worker's tools may touch")
-    parser.add_argument("--task-queue", default=os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE))
+    parser.add_argument(
+        "--task-queue",
+        default=os.environ.get("AGENT_TASK_QUEUE"),
+        help="default: agent-tools-<hash of the workspace's real path>, the queue clients derive from --workspace",
+    )
     parser.add_argument("--address", help="Temporal frontend host:port (default: TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or 'default')")
     parser.add_argument("--dev-server", action="store_true", help="start the embedded dev server if none answers")
@@ -74,6 +79,7 @@ async def _serve(args: argparse.Namespace) -> int:
         log.error("workspace %s is not a folder: create it or pass another --workspace", workspace)
         return 2
     os.environ["AGENT_TOOLS_SANDBOX"] = args.sandbox
+    args.task_queue = args.task_queue or queue_for_workspace(str(workspace))
 
     server: DevServer | None = None
     settings = connect_settings(args.address, args.namespace)
@@ -103,6 +109,16 @@ async def _serve(args: argparse.Namespace) -> int:
             client = await connect(args.address, args.namespace)
         except ConnectionFailed as exc:
             log.error("%s", exc)
+            return 2
+        foreign = foreign_pollers(await fresh_pollers(client, args.task_queue), str(workspace))
+        if foreign:
+            # Two folders on one queue: each would take the other's turns.
+            log.error(
+                "refusing to start: the task queue %r is polled by a worker for another workspace (%s); "
+                "this worker serves %s. Leave --task-queue out (each folder gets its own queue) or pick "
+                "another name. A worker that was just stopped stays listed for up to %d s.",
+                args.task_queue, ", ".join(sorted({p.describe() for p in foreign})), workspace, POLLER_FRESH_S,
+            )
             return 2
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

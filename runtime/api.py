@@ -52,6 +52,7 @@ from core.turn.limits import LimitExceeded, check_batch
 from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
 from core.txn_contracts import RollbackResult
 from runtime.txn_api import rollback  # noqa: F401 - rollback(client, turn_id)
+from runtime.queues import other_workspace_problem, queue_for_workspace  # noqa: F401 - re-exported
 from workflows.rollback import TurnRollbackWorkflow
 
 QUERY_TIMEOUT_S = 5.0
@@ -80,6 +81,11 @@ class TurnNotAnswering(TurnProblem):
 
 class NoWorker(TurnProblem):
     pass
+
+
+class WrongWorkspace(TurnProblem):
+    """The turn's queue is served by a worker for another folder: refused
+    before anything was started."""
 
 
 # ------------------------------------------------------------------ input
@@ -213,6 +219,9 @@ class TurnClient:
         require_worker: bool = True,
     ) -> WorkflowHandle[Any, TurnResult]:
         queue = workflow_task_queue or turn.workspace.task_queue
+        problem = await other_workspace_problem(self.client, turn.workspace.task_queue, turn.workspace.root)
+        if problem:
+            raise WrongWorkspace(f"turn {turn.turn_id} was not started: {problem}")
         if require_worker:
             await self.require_worker(queue)
         return await self.client.start_workflow(

@@ -37,6 +37,7 @@ from core.session.contracts import (
     TranscriptEntry,
 )
 from workflows.session import WORKFLOW_NAME, AgentSessionWorkflow
+from runtime.queues import other_workspace_problem, queue_for_workspace
 
 __all__ = [
     "SessionError", "SessionLimits", "SessionResult", "SessionState", "SessionView", "TranscriptEntry",
@@ -52,7 +53,7 @@ class SessionError(Exception):
 def session_input(
     *,
     workspace: str | Path,
-    task_queue: str,
+    task_queue: str | None = None,
     provider: str,
     model: str,
     prompt: str,
@@ -71,6 +72,8 @@ def session_input(
         raise SessionError(f"workspace {root} is not a folder")
     if not prompt.strip():
         raise SessionError("the prompt is empty: say what the agent should do")
+    if not task_queue:  # the same name the worker derives from the folder
+        task_queue = queue_for_workspace(str(root))
     limits = limits or SessionLimits()
     if max_model_calls is not None:
         limits = limits.model_copy(update={"max_model_calls": max_model_calls})
@@ -99,6 +102,9 @@ async def start_session(
     are those of ``session_input``."""
     session = session_input(workflow_task_queue=workflow_task_queue, **kwargs)
     session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
+    problem = await other_workspace_problem(client, session.workspace.task_queue, session.workspace.root)
+    if problem:
+        raise SessionError(f"session {session_id} was not started: {problem}")
     await client.start_workflow(
         AgentSessionWorkflow.run,
         session,

@@ -15,6 +15,7 @@ from core.contracts import Policy
 from workflows.rollback import TurnRollbackWorkflow
 from workflows.session import AgentSessionWorkflow
 from workflows.turn import AgentTurnWorkflow
+from runtime.queues import worker_identity
 
 DEFAULT_TASK_QUEUE = "agent-tools"
 
@@ -30,6 +31,7 @@ def build_worker(
     extra_workflows: Sequence[type] = (),
     extra_activities: Sequence[Callable[..., Any]] = (),
     deployment: tuple[str, str] | None = None,
+    identity: str | None = None,
 ) -> Worker:
     """A worker that runs turn workflows and the tools for ``workspace``
     (None: any path; tests and the benchmark use that).
@@ -48,6 +50,11 @@ def build_worker(
         if a.__temporal_activity_definition.name not in extra_names  # type: ignore[attr-defined]
     ]
     options: dict[str, Any] = {}
+    # The identity names the workspace, so that clients and other workers can
+    # tell from the queue's pollers which folder this worker serves.
+    identity = identity or worker_identity(workspace)
+    if identity:
+        options["identity"] = identity
     if not sandboxed_workflows:
         options["workflow_runner"] = UnsandboxedWorkflowRunner()
     if deployment is not None:

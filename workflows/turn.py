@@ -259,7 +259,12 @@ class AgentTurnWorkflow:
         try:
             plan = await workflow.execute_local_activity(
                 PLAN_TURN_ACTIVITY,
-                PlanRequest(workspace_root=turn.workspace.root, tool_calls=turn.tool_calls, policy=turn.policy),
+                PlanRequest(
+                    workspace_root=turn.workspace.root,
+                    tool_calls=turn.tool_calls,
+                    policy=turn.policy,
+                    task_queue=turn.workspace.task_queue,
+                ),
                 result_type=TurnPlan,
                 start_to_close_timeout=PLAN_START_TO_CLOSE,
                 retry_policy=PLAN_RETRY,
