@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError
 
 import core.turn.policy as policy_module
 import core.shell as shell_validator
+from activities.files.review import with_reviews
 from core.contracts import Policy, ToolCall, TurnPlan
 from core.turn.planning import make_plan
 from core.turn.policy import RiskDecision
@@ -83,7 +84,7 @@ def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root
             # Refused whole, before anything runs: every call would fail.
             raise ApplicationError(problem, type="WrongWorkspace", non_retryable=True)
         # In a thread: validating a big batch must not stall the worker's loop.
-        return await asyncio.to_thread(
+        plan = await asyncio.to_thread(
             make_plan,
             request.tool_calls,
             request.policy or default_policy,
@@ -91,5 +92,8 @@ def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root
             current_risk(),
             build_id,
         )
+        if request.task_queue != activity.info().task_queue:
+            return plan  # the workflow runs apart from the files: no review diff from here
+        return await asyncio.to_thread(with_reviews, plan, request.workspace_root, request.tool_calls)
 
     return plan_turn

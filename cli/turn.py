@@ -290,9 +290,7 @@ async def cmd_show(client: Client, args: argparse.Namespace) -> int:
     _out(f"turn {args.turn_id} waits for approval of {len(progress.pending)} call(s)")
     _out(f"batch digest: {progress.batch_digest}\n")
     for pending in progress.pending:
-        _out(describe_pending_call(pending, validate_command))
-        if pending.preview:  # what a previewed bash call would do
-            _out("\n".join("  " + line for line in pending.preview.splitlines()))
+        _out(describe_pending_call(pending, validate_command))  # escaped, cuts said
         _out()
     return EXIT_OK
 

@@ -166,6 +166,8 @@ class PendingCall(BaseModel):
     reason: str
     # bash with Policy.preview_bash: its output and the diff it would apply.
     preview: str = ""
+    # edit/write: the diff of the whole file, escaped, read when planned.
+    review: str = ""
 
 
 class CallProgress(BaseModel):
@@ -227,6 +229,8 @@ class PlannedCall(BaseModel):
     path: str | None = None  # the file tool's path argument (snapshots)
     # Set when the call is settled without running (bad input, rejection, denial).
     early_result: ToolResult | None = None
+    # edit/write that asks: the file's diff as planned (core.tools.display).
+    review: str = ""
 
     @property
     def needs_approval(self) -> bool:

@@ -1,0 +1,57 @@
+"""What `agent-turn show` puts before the approver: the whole file's diff of
+an edit with real hunk lines, a write's diff against the file it replaces,
+latin-1 text as text, escape sequences escaped, no `timeout: None s`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from temporalio.client import Client
+
+from core.contracts import Policy, TurnStatus
+from runtime.api import TurnClient, build_turn_input
+from runtime.worker import build_worker
+from tests.processes import run_client, server_address
+from tests.support import call
+
+
+async def wait_paused(turns: TurnClient, turn_id: str, timeout: float = 30):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            progress = await turns.status(turn_id)
+            if progress.status == TurnStatus.PAUSED:
+                return progress
+        except Exception:  # not started yet
+            pass
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"turn {turn_id} did not pause within {timeout} s")
+
+
+async def test_show_prints_whole_file_diffs_escaped(client: Client, workspace: Path, task_queue: str) -> None:
+    (workspace / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 101)))
+    (workspace / "menu.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    turn = build_turn_input(
+        workspace_root=str(workspace), task_queue=task_queue, policy=Policy(mode="ask-all"),
+        tool_calls=[
+            call(0, "edit_file", path="big.txt", old_string="line 50\n", new_string="line fifty\n"),
+            call(1, "write_file", path="menu.txt", content="café crème\n\x1b[2Jgone\n"),
+            call(2, "bash", command="ls"),
+        ],
+    )
+    turns = TurnClient(client)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        await turns.start_turn(turn)
+        progress = await wait_paused(turns, turn.turn_id)
+        assert progress.pending[0].review.splitlines()[2] == "@@ -47,7 +47,7 @@"
+        done = await asyncio.to_thread(run_client, "--address", server_address(client), "show", turn.turn_id)
+        assert done.returncode == 0, done.stderr
+        out = done.stdout
+        assert "@@ -47,7 +47,7 @@" in out and "-line 50" in out and "+line fifty" in out and "@@ -1 +1 @@" not in out
+        assert "-café" in out and "+café crème" in out and "binary" not in out
+        assert "\x1b" not in out and "+\\x1b[2Jgone" in out
+        assert "timeout: None" not in out
+        await turns.reject(turn.turn_id, approver="test", reason="only looking")
