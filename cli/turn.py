@@ -178,6 +178,8 @@ def print_progress(progress: TurnProgress, as_json: bool) -> None:
     for c in progress.calls:
         status = f" [{c.status.value}]" if c.status else ""
         _out(f"  #{c.index + 1} {shown(c.name):<10} {c.state}{status}")
+    if progress.ignored_decision:
+        _out(f"last decision ignored: {shown(progress.ignored_decision)}")
     if progress.pending:
         _out("waiting for approval of:")
         for p in progress.pending:

@@ -145,7 +145,7 @@ class TurnInput(BaseModel):
 class ApprovalDecision(BaseModel):
     batch_digest: str
     approve: bool = True
-    approver: str = "unknown"
+    approver: str = "web-ui"  # a signal sent from the Web UI need not name one
     reason: str = ""
 
 
@@ -187,6 +187,8 @@ class TurnProgress(BaseModel):
     pending: list[PendingCall] = Field(default_factory=list)
     calls: list[CallProgress] = Field(default_factory=list)
     decision: DecisionRecord | None = None
+    # A decision the turn ignored (wrong digest, already decided), and why.
+    ignored_decision: str = ""
 
 
 class TurnResult(BaseModel):

@@ -52,6 +52,9 @@ from core.turn.limits import LimitExceeded, check_batch
 from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
 from core.txn_contracts import RollbackResult
 from runtime.txn_api import rollback  # noqa: F401 - rollback(client, turn_id)
+from runtime.visibility import start_attributes
+from workflows.turn_console import TURN_STATUS_KEY, WORKSPACE_KEY
+from core.turn.details import static_details, static_summary
 from runtime.queues import other_workspace_problem, queue_for_workspace  # noqa: F401 - re-exported
 from workflows.rollback import TurnRollbackWorkflow
 
@@ -225,8 +228,16 @@ class TurnClient:
             raise WrongWorkspace(f"turn {turn.turn_id} was not started: {problem}")
         if require_worker:
             await self.require_worker(queue)
+        attributes = await start_attributes(self.client, turn)
         return await self.client.start_workflow(
-            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=queue, result_type=TurnResult
+            AgentTurnWorkflow.run,
+            turn,
+            id=turn.turn_id,
+            task_queue=queue,
+            result_type=TurnResult,
+            static_summary=static_summary(turn.tool_calls, turn.workspace.root),
+            static_details=static_details(turn.tool_calls, turn.workspace.root),
+            **({"search_attributes": attributes} if attributes is not None else {}),
         )
 
     async def run_turn(self, turn: TurnInput, **kw: Any) -> TurnResult:
@@ -396,7 +407,10 @@ class TurnClient:
         async for execution in self.client.list_workflows(query):
             memo = await execution.memo()
             stuck = await self.stuck(execution.id)
-            if memo.get("turn_status") != TurnStatus.PAUSED.value and stuck is None:
+            paused = TurnStatus.PAUSED.value in (
+                memo.get("turn_status"), execution.typed_search_attributes.get(TURN_STATUS_KEY)
+            )
+            if not paused and stuck is None:
                 continue
             found.append(
                 {
@@ -404,6 +418,7 @@ class TurnClient:
                     "batch_digest": memo.get("batch_digest"),
                     "started": execution.start_time.isoformat() if execution.start_time else None,
                     "task_queue": execution.task_queue,
+                    "workspace": execution.typed_search_attributes.get(WORKSPACE_KEY),
                     "stuck": stuck.explain() if stuck else None,
                 }
             )
