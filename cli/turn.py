@@ -29,6 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 import cli.rollback
 from runtime.queues import queue_for_workspace
+from cli.console import cmd_console
 from cli.progress import ProgressLine, farewell, following, quiet_stdout
 from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
@@ -405,6 +406,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--signal", action="store_true", help="send a signal instead of an update (no answer)")
         p.add_argument("--quiet", action="store_true", help="no progress line while waiting for a worker")
 
+    console = sub.add_parser("console", help="a local web page to review and approve paused turns")
+    console.add_argument("--port", type=int, default=8788, help="port (default 8788; 0: any free port)")
+    console.add_argument("--host", default="127.0.0.1",
+                         help="listen address (default loopback; any other needs the printed token)")
+    console.add_argument("--token", help="the token for other hosts (default: a random one, printed)")
+
     tools = sub.add_parser("tools", help="tool definitions for a model API")
     tools.add_argument("--format", choices=["openai", "anthropic"], default="openai")
     check = sub.add_parser("check-command", help="validate bash commands (one per line on stdin)")
@@ -434,6 +441,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "pending": cmd_pending,
         "show": cmd_show,
         "rollback": cli.rollback.cmd_rollback,
+        "console": cmd_console,
     }
     if args.command in handlers:
         return await handlers[args.command](client, args)
