@@ -42,6 +42,8 @@ class PlanRequest(BaseModel):
     policy: Policy | None = None
     # The queue of the worker that holds the workspace ("": not said).
     task_queue: str = ""
+    # The paths of the snapshots the turn holds (None: not said).
+    snapshot_paths: list[str] | None = None
 
 
 def current_validator(workspace_root: str) -> Callable[[str], Verdict]:
@@ -94,6 +96,8 @@ def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root
         )
         if request.task_queue != activity.info().task_queue:
             return plan  # the workflow runs apart from the files: no review diff from here
-        return await asyncio.to_thread(with_reviews, plan, request.workspace_root, request.tool_calls)
+        return await asyncio.to_thread(
+            with_reviews, plan, request.workspace_root, request.tool_calls, request.snapshot_paths
+        )
 
     return plan_turn

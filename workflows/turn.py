@@ -267,6 +267,7 @@ class AgentTurnWorkflow:
                     tool_calls=turn.tool_calls,
                     policy=turn.policy,
                     task_queue=turn.workspace.task_queue,
+                    snapshot_paths=[s.path for s in turn.snapshots],
                 ),
                 result_type=TurnPlan,
                 start_to_close_timeout=PLAN_START_TO_CLOSE,
