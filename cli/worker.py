@@ -38,6 +38,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--address", help="Temporal frontend host:port (default: TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or 'default')")
     parser.add_argument("--dev-server", action="store_true", help="start the embedded dev server if none answers")
+    parser.add_argument(
+        "--stop-dev-server",
+        action="store_true",
+        help="stop the dev server this worker started when it exits (default: leave it for other workers)",
+    )
     parser.add_argument("--data-dir", default=".data", help="where the dev server keeps its SQLite file and log")
     parser.add_argument("--ui-port", type=int, default=8233, help="dev server Web UI port")
     parser.add_argument(
@@ -144,9 +149,17 @@ async def _serve(args: argparse.Namespace) -> int:
             log.info("shutting down (waiting up to 5 s for running tools)")
         return 0
     finally:
-        if server is not None:
+        if server is not None and args.stop_dev_server:
             server.stop()
             log.info("stopped the dev server")
+        elif server is not None and server.process is not None:
+            # Other workers (other folders) may use it: it keeps running. It
+            # was started in its own session, so this worker's exit leaves it be.
+            log.info(
+                "the dev server keeps running for other workers (pid %d, state in %s); stop it with "
+                "`kill %d`, or start the worker with --stop-dev-server to stop it on exit",
+                server.process.pid, server.db_file, server.process.pid,
+            )
 
 
 def main(argv: list[str] | None = None) -> None:

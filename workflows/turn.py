@@ -326,6 +326,7 @@ class AgentTurnWorkflow:
                         decision.approver if decision else "policy",
                         decision.reason if decision else "",
                     )
+                self._results[c.index] = result  # status then shows it as done (denied), not pending
             results.append(result)
         self._publish_status()
         return TurnResult(

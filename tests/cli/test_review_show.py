@@ -100,3 +100,19 @@ def test_each_certain_failure_has_its_reason(workspace: Path) -> None:
     assert certain_failure(root, "edit_file", {"path": "a.txt", "old_string": "old"}, True) is None
     assert "refused by the file tools" in certain_failure(root, "write_file", {"path": "../x.txt", "content": ""}, True)
     assert certain_failure(root, "write_file", {"path": "new/dir/x.txt", "content": "x"}, False) is None
+
+
+async def test_a_rejected_turns_calls_show_as_denied(client: Client, workspace: Path, task_queue: str) -> None:
+    turn = build_turn_input(
+        workspace_root=str(workspace), task_queue=task_queue, policy=Policy(mode="ask-all"),
+        tool_calls=[call(0, "glob", pattern="*"), call(1, "write_file", path="n.txt", content="x\n")],
+    )
+    turns = TurnClient(client)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await turns.start_turn(turn)
+        await wait_paused(turns, turn.turn_id)
+        await turns.reject(turn.turn_id, approver="test", reason="no")
+        await handle.result()
+        done = await asyncio.to_thread(run_client, "--address", server_address(client), "status", turn.turn_id)
+    assert "rejected" in done.stdout.splitlines()[0]
+    assert done.stdout.count("done [denied]") == 2 and "pending" not in done.stdout, done.stdout
