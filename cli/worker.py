@@ -22,6 +22,7 @@ from core.contracts import Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
 from runtime.devserver import DevServer, DevServerError, port_open
 from runtime.queues import POLLER_FRESH_S, foreign_pollers, fresh_pollers, queue_for_workspace
+from runtime.telemetry import configure_tracing, interceptors, metrics_runtime
 from runtime.worker import build_worker
 
 log = logging.getLogger("worker")
@@ -38,6 +39,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--address", help="Temporal frontend host:port (default: TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or 'default')")
     parser.add_argument("--dev-server", action="store_true", help="start the embedded dev server if none answers")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics (the SDK's and the tools') on 127.0.0.1:PORT/metrics",
+    )
     parser.add_argument(
         "--stop-dev-server",
         action="store_true",
@@ -111,7 +117,9 @@ async def _serve(args: argparse.Namespace) -> int:
 
     try:
         try:
-            client = await connect(args.address, args.namespace)
+            runtime = metrics_runtime(args.metrics_port) if args.metrics_port else None
+            tracing = configure_tracing()
+            client = await connect(args.address, args.namespace, runtime=runtime)
         except ConnectionFailed as exc:
             log.error("%s", exc)
             return 2
@@ -139,7 +147,12 @@ async def _serve(args: argparse.Namespace) -> int:
             default_policy=Policy(mode=args.policy),
             sandboxed_workflows=not args.unsandboxed_workflows,
             deployment=(args.deployment_name, args.build_id) if args.deployment_name else None,
+            interceptors=interceptors(meter=runtime.metric_meter if runtime else None),
         )
+        if args.metrics_port:
+            log.info("metrics: http://127.0.0.1:%d/metrics", args.metrics_port)
+        if tracing is not None:
+            log.info("traces: exported over OTLP to %s", os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"])
         async with worker:
             log.info(
                 "worker ready: task queue %r, workspace %s, default policy %s, bash sandbox %s",

@@ -32,6 +32,7 @@ def build_worker(
     extra_activities: Sequence[Callable[..., Any]] = (),
     deployment: tuple[str, str] | None = None,
     identity: str | None = None,
+    interceptors: Sequence[Any] = (),
 ) -> Worker:
     """A worker that runs turn workflows and the tools for ``workspace``
     (None: any path; tests and the benchmark use that).
@@ -55,6 +56,8 @@ def build_worker(
     identity = identity or worker_identity(workspace)
     if identity:
         options["identity"] = identity
+    if interceptors:  # runtime.telemetry: tracing and tool metrics
+        options["interceptors"] = list(interceptors)
     if not sandboxed_workflows:
         options["workflow_runner"] = UnsandboxedWorkflowRunner()
     if deployment is not None:

@@ -36,6 +36,9 @@ def publish(wf: "AgentTurnWorkflow") -> None:
         current = workflow.info().typed_search_attributes.get(TURN_STATUS_KEY)
         if current != wf._status.value:
             workflow.upsert_search_attributes([TURN_STATUS_KEY.value_set(wf._status.value)])
+    if wf._status == TurnStatus.PAUSED:
+        # Not recorded on replay (the SDK's workflow meter skips it).
+        workflow.metric_meter().create_counter("agent_turns_paused", "turns that paused for approval").add(1)
     workflow.set_current_details(details(wf))
 
 
