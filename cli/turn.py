@@ -304,7 +304,8 @@ async def cmd_pending(client: Client, args: argparse.Namespace) -> int:
             if t["stuck"]:
                 _out(f"{shown(t['turn_id'])}  STUCK  {shown(t['stuck'], keep=chr(10))}")
             else:
-                _out(f"{shown(t['turn_id'])}  started {t['started']}  digest {shown(t['batch_digest'] or '?')[:16]}…")
+                where = f"  in {shown(t['workspace'])}" if t.get("workspace") else ""
+                _out(f"{shown(t['turn_id'])}  started {t['started']}  digest {shown(t['batch_digest'] or '?')[:12]}{where}")
     return EXIT_OK
 
 

@@ -43,6 +43,11 @@ def queue_for_workspace(path: str) -> str:
     return f"{QUEUE_PREFIX}-{workspace_hash(path)}"
 
 
+def default_identity() -> str:
+    """The identity the SDK gives a client that names none."""
+    return f"{os.getpid()}@{socket.gethostname()}"
+
+
 def worker_identity(workspace: str | None) -> str | None:
     """``pid@host ws=<hash> <real path>``: the SDK's usual identity plus the
     folder this worker serves (None: a worker for any path keeps the default)."""
@@ -52,7 +57,7 @@ def worker_identity(workspace: str | None) -> str | None:
     # The server keeps identities short; the hash is what is compared, the
     # path is there for the person reading the message.
     shown_path = real if len(real) <= 160 else "…" + real[-159:]
-    return f"{os.getpid()}@{socket.gethostname()} ws={workspace_hash(real)} {shown_path}"
+    return f"{default_identity()} ws={workspace_hash(real)} {shown_path}"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from core.contracts import Policy
 from workflows.rollback import TurnRollbackWorkflow
 from workflows.session import AgentSessionWorkflow
 from workflows.turn import AgentTurnWorkflow
-from runtime.queues import worker_identity
+from runtime.queues import default_identity, worker_identity
 
 DEFAULT_TASK_QUEUE = "agent-tools"
 
@@ -53,7 +53,10 @@ def build_worker(
     options: dict[str, Any] = {}
     # The identity names the workspace, so that clients and other workers can
     # tell from the queue's pollers which folder this worker serves.
-    identity = identity or worker_identity(workspace)
+    # A client with an identity of its own choosing keeps it (such a worker
+    # is not judged by the queue checks); the SDK's default gets the folder.
+    if identity is None and client.identity == default_identity():
+        identity = worker_identity(workspace)
     if identity:
         options["identity"] = identity
     if interceptors:  # runtime.telemetry: tracing and tool metrics
