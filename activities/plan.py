@@ -17,13 +17,16 @@ module only supplies the I/O-aware validator and the worker's default policy.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any, Callable
 
 from pydantic import BaseModel
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 import core.turn.policy as policy_module
 import core.shell as shell_validator
+from activities.files.review import with_reviews
 from core.contracts import Policy, ToolCall, TurnPlan
 from core.turn.planning import make_plan
 from core.names import PLAN_TURN_ACTIVITY
@@ -37,6 +40,10 @@ class PlanRequest(BaseModel):
     tool_calls: list[ToolCall]
     # None: plan with the default policy of the worker that runs the workflow.
     policy: Policy | None = None
+    # The queue of the worker that holds the workspace ("": not said).
+    task_queue: str = ""
+    # The paths of the snapshots the turn holds (None: not said).
+    snapshot_paths: list[str] | None = None
 
 
 def current_validator(workspace_root: str) -> Callable[[str], Verdict]:
@@ -55,17 +62,42 @@ def current_risk() -> Callable[..., RiskDecision]:
     return policy_module.decide_risk
 
 
-def build_plan_activity(default_policy: Policy, build_id: str = "") -> Any:
+def wrong_workspace(request: PlanRequest, allowed_root: str | None, this_queue: str) -> str | None:
+    """Why a turn planned on this worker can run none of its calls here: it
+    names this worker's queue for its files, but another folder."""
+    if allowed_root is None or not request.task_queue or request.task_queue != this_queue:
+        return None
+    allowed = os.path.realpath(allowed_root)
+    asked = os.path.realpath(request.workspace_root)
+    if asked == allowed or asked.startswith(allowed.rstrip("/") + "/"):
+        return None
+    return (
+        f"the worker on task queue {this_queue!r} serves the workspace {allowed}, not {request.workspace_root}; "
+        "nothing was run. Start the turn on the queue of the worker that holds that folder (the default "
+        "queue is derived from the folder: leave --task-queue out)"
+    )
+
+
+def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root: str | None = None) -> Any:
     @activity.defn(name=PLAN_TURN_ACTIVITY)
     async def plan_turn(request: PlanRequest) -> TurnPlan:
+        problem = wrong_workspace(request, allowed_root, activity.info().task_queue)
+        if problem:
+            # Refused whole, before anything runs: every call would fail.
+            raise ApplicationError(problem, type="WrongWorkspace", non_retryable=True)
         # In a thread: validating a big batch must not stall the worker's loop.
-        return await asyncio.to_thread(
+        plan = await asyncio.to_thread(
             make_plan,
             request.tool_calls,
             request.policy or default_policy,
             current_validator(request.workspace_root),
             current_risk(),
             build_id,
+        )
+        if request.task_queue != activity.info().task_queue:
+            return plan  # the workflow runs apart from the files: no review diff from here
+        return await asyncio.to_thread(
+            with_reviews, plan, request.workspace_root, request.tool_calls, request.snapshot_paths
         )
 
     return plan_turn

@@ -41,5 +41,5 @@ def build_activities(
     assert {a.__temporal_activity_definition.name for a in tools} == set(TOOLS)  # type: ignore[attr-defined]
     from activities.txn.activities import build_txn_activities  # rollback, bash preview
 
-    return [*tools, default_policy_activity, build_plan_activity(policy), save_turn_result_part,
+    return [*tools, default_policy_activity, build_plan_activity(policy, allowed_root=workspace_root), save_turn_result_part,
             *build_txn_activities(workspace_root)]

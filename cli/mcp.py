@@ -26,7 +26,7 @@ from typing import Any
 
 from core.config import ToolSettings
 from frontends.mcp.settings import DEFAULT_APPROVAL_TIMEOUT_S, DEFAULT_UI_URL, TOKEN_ENV, McpSettings
-from runtime.worker import DEFAULT_TASK_QUEUE
+from runtime.queues import queue_for_workspace
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEV_SERVER_PATIENCE_S = 60.0
@@ -38,8 +38,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("mcp", help="serve the tools over the Model Context Protocol (stdio or HTTP)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workspace", required=True, help="workspace root, as the worker sees it")
-    p.add_argument("--task-queue", default=os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE),
-                   help="task queue of the worker holding the workspace")
+    p.add_argument("--task-queue", default=os.environ.get("AGENT_TASK_QUEUE"),
+                   help="task queue of the worker holding the workspace (default: the one agent-worker derives from it)")
     p.add_argument("--policy", choices=["auto", "ask-writes", "ask-all"], help="approval mode (default: the worker's)")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP: address to listen on (non-loopback needs a token)")
@@ -72,6 +72,7 @@ async def _serve(args: argparse.Namespace) -> int:
         except TransportError as exc:
             log.error("%s", exc)
             return EXIT_USAGE
+    args.task_queue = args.task_queue or queue_for_workspace(str(workspace))
     conn = connect_settings(args.address, args.namespace)
     settings = McpSettings(
         workspace=str(workspace),

@@ -23,10 +23,11 @@ import getpass
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from core.session.providers import entry_text
 from core.session.contracts import SessionResult, SessionState, SessionView
+from cli.progress import ProgressLine, following
 from runtime import session_api as sessions
 from core.contracts import POLICY_MODES
 from runtime.config import DEFAULT_TASK_QUEUE
@@ -51,7 +52,8 @@ def register(sub: Any) -> None:
 
     run = commands.add_parser("run", help="start a session and wait for its first answer")
     run.add_argument("--workspace", required=True, help="workspace root, as the worker sees it")
-    run.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help="task queue of the worker holding the workspace")
+    run.add_argument("--task-queue", help="task queue of the worker holding the workspace "
+                     "(default: the one derived from the workspace's real path, as the worker derives it)")
     run.add_argument("--provider", required=True, choices=["openai", "anthropic"],
                      help="openai: Chat Completions (any compatible server); anthropic: Messages")
     run.add_argument("--model", required=True, help="model name, e.g. gpt-4.1 or claude-sonnet-4-5")
@@ -64,6 +66,7 @@ def register(sub: Any) -> None:
     run.add_argument("--session-id", help="workflow id (default: a new random one)")
     run.add_argument("--json", action="store_true", help="print the session's status as JSON (with session_id)")
     run.add_argument("--no-wait", action="store_true", help="print the session id and return at once")
+    run.add_argument("--quiet", action="store_true", help="no progress line while waiting")
     run.add_argument("--no-streaming-dispatch", action="store_true",
                      help="run tool calls only after the whole model response (default: safe calls start as they stream)")
 
@@ -76,6 +79,7 @@ def register(sub: Any) -> None:
     send.add_argument("text")
     send.add_argument("--no-wait", action="store_true", help="return once the message is delivered")
     send.add_argument("--json", action="store_true")
+    send.add_argument("--quiet", action="store_true", help="no progress line while waiting")
 
     for name in ("approve", "reject"):
         p = commands.add_parser(name, help=f"{name} the batch the session's turn waits on")
@@ -122,10 +126,25 @@ def _tell_paused(view: SessionView) -> None:
     _err(
         f"turn {view.current_turn_id} waits for approval of {len(view.pending)} call(s):\n"
         + "".join(f"  #{p.index + 1} {p.name}: {p.reason}\n" for p in view.pending)
-        + f"  approve: python client.py session approve {view.session_id}\n"
-        f"  reject:  python client.py session reject {view.session_id} --reason ...\n"
+        + f"  approve: agent-turn session approve {view.session_id}\n"
+        f"  reject:  agent-turn session reject {view.session_id} --reason ...\n"
         "  or send the signal 'approve' to the turn from the Temporal Web UI."
     )
+
+
+def _waiting_line(args: argparse.Namespace, sid: str) -> ProgressLine:
+    line = ProgressLine(quiet=getattr(args, "quiet", False))
+    following(f"agent-turn session status {sid}")
+    if not getattr(args, "no_wait", False):
+        line.say(f"waiting for session {sid} to answer (Ctrl-C stops waiting, not the session)")
+    return line
+
+
+def _paused_teller(line: ProgressLine) -> Callable[[SessionView], None]:
+    def tell(view: SessionView) -> None:
+        line.clear()
+        _tell_paused(view)
+    return tell
 
 
 def _answered(view: SessionView, as_json: bool) -> int:
@@ -170,14 +189,23 @@ async def _dispatch(args: argparse.Namespace) -> int:
         if args.no_wait:
             print(sid)
             return EXIT_OK
-        view = await sessions.wait_for_answer(client, sid, on_approval_needed=_tell_paused)
+        line = _waiting_line(args, sid)
+        view = await sessions.wait_for_answer(
+            client, sid, on_approval_needed=_paused_teller(line), on_progress=line.update
+        )
+        line.clear()
         return _answered(view, args.json)
     if command == "status":
         view = await sessions.session_status(client, sid)
         print(_dump(view)) if args.json else _print_view(view)
         return EXIT_OK
     if command == "send":
-        answer = await sessions.send(client, sid, args.text, wait=not args.no_wait)
+        line = _waiting_line(args, sid)
+        answer = await sessions.send(
+            client, sid, args.text, wait=not args.no_wait,
+            on_approval_needed=_paused_teller(line), on_progress=line.update,
+        )
+        line.clear()
         if answer is None:
             print(f"sent to {sid}")
             return EXIT_OK

@@ -28,6 +28,9 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.service import RPCError, RPCStatusCode
 
 import cli.rollback
+from runtime.queues import queue_for_workspace
+from cli.console import cmd_console
+from cli.progress import ProgressLine, farewell, following, quiet_stdout
 from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
 import cli.mcp
@@ -115,6 +118,8 @@ def load_turn_input(args: argparse.Namespace) -> TurnInput:
     workspace = Path(args.workspace).resolve()
     if not workspace.is_dir():
         raise UsageError(f"workspace {workspace} is not a folder")
+    if not args.task_queue:  # the same name the worker derives from the folder
+        args.task_queue = queue_for_workspace(str(workspace))
     try:
         calls = calls_from_document(_load_json_file(args.calls, "calls"))
     except (CallDocumentError, ValueError, RecursionError) as exc:
@@ -178,6 +183,8 @@ def print_progress(progress: TurnProgress, as_json: bool) -> None:
     for c in progress.calls:
         status = f" [{c.status.value}]" if c.status else ""
         _out(f"  #{c.index + 1} {shown(c.name):<10} {c.state}{status}")
+    if progress.ignored_decision:
+        _out(f"last decision ignored: {shown(progress.ignored_decision)}")
     if progress.pending:
         _out("waiting for approval of:")
         for p in progress.pending:
@@ -191,10 +198,10 @@ async def _progress(client: Client, turn_id: str) -> TurnProgress:
 def _paused_notice(turn_id: str, pending: int) -> str:
     return (
         f"turn {turn_id} is paused waiting for approval ({pending} call(s)).\n"
-        f"  see:     python client.py show {turn_id}\n"
-        f"  approve: python client.py approve {turn_id} --reason ...\n"
-        f"  reject:  python client.py reject {turn_id} --reason ...\n"
-        "  or send the signal 'approve' from the Temporal Web UI."
+        f"  see:     agent-turn show {turn_id}\n"
+        f"  approve: agent-turn approve {turn_id} --reason ...\n"
+        f"  reject:  agent-turn reject {turn_id} --reason ...\n"
+        "  or: agent-turn console (a page listing paused turns), or the signal 'approve' in the Temporal Web UI."
     )
 
 
@@ -211,31 +218,12 @@ async def cmd_run(client: Client, args: argparse.Namespace) -> int:
         _out(turn.turn_id)
         return EXIT_OK
     waiting = asyncio.ensure_future(handle.result())
-    told: set[str] = set()
-    ticks = 0
-    while True:
-        done, _ = await asyncio.wait({waiting}, timeout=1.0)
-        if done:
-            break
-        ticks += 1
-        if ticks % 3:
-            continue  # look around every 3 s
-        try:
-            stuck = await turns.stuck(turn.turn_id)
-            if stuck is not None and "stuck" not in told:
-                told.add("stuck")
-                _err(stuck.explain())
-            if "paused" not in told:
-                state, _ = await turns.pending_digest(turn.turn_id)
-                if state == TurnStatus.PAUSED.value:
-                    told.add("paused")
-                    progress = await turns.status(turn.turn_id)
-                    _err(_paused_notice(turn.turn_id, len(progress.pending)))
-            if "worker" not in told and await turns.workers_polling(queue) == 0:
-                told.add("worker")
-                _err(f"no worker polls the task queue {queue!r}; the turn waits until one starts")
-        except (RPCError, TurnProblem):
-            continue
+    line = ProgressLine(quiet=args.quiet)
+    following(f"agent-turn status {turn.turn_id}  (result: agent-turn result {turn.turn_id})")
+    line.say(f"turn {turn.turn_id} started on task queue {queue!r}; waiting for its result "
+             "(Ctrl-C stops waiting, not the turn)")
+    await follow_turn(turns, turn.turn_id, queue, waiting, line)
+    line.clear()
     try:
         result: TurnResult = load_offloaded(waiting.result(), turn.workspace.root)
     except WorkflowFailureError as exc:
@@ -243,6 +231,50 @@ async def cmd_run(client: Client, args: argparse.Namespace) -> int:
         return EXIT_FAILED
     print_result(result, args.json)
     return EXIT_REJECTED if result.status == TurnStatus.REJECTED else EXIT_OK
+
+
+async def follow_turn(
+    turns: TurnClient, turn_id: str, queue: str, waiting: "asyncio.Future[Any]", line: ProgressLine
+) -> None:
+    """Keep ``line`` current until ``waiting`` is done: the turn's state and
+    calls, and once each: that it is paused (and how to approve), stuck, or
+    that no worker polls its queue."""
+    told: set[str] = set()
+    while True:
+        done, _ = await asyncio.wait({waiting}, timeout=1.0 if not told else 2.0)
+        if done:
+            return
+        told.add("looked")
+        try:
+            stuck = await turns.stuck(turn_id)
+            if stuck is not None:
+                if "stuck" not in told:
+                    told.add("stuck")
+                    line.say(stuck.explain())
+                line.update(f"turn {turn_id}: stuck (its workflow task keeps failing)")
+                continue
+            if await turns.workers_polling(queue) == 0:
+                if "worker" not in told:
+                    told.add("worker")
+                    line.say(f"no worker polls the task queue {queue!r}; the turn waits until one starts: "
+                             "agent-worker --workspace DIR (the same folder)")
+                line.update(f"turn {turn_id}: waiting for a worker on {queue!r}")
+                continue
+            state, _ = await turns.pending_digest(turn_id)
+            if state == TurnStatus.PAUSED.value:
+                progress = await turns.status(turn_id)
+                if "paused" not in told:
+                    told.add("paused")
+                    line.say(_paused_notice(turn_id, len(progress.pending)))
+                line.update(f"turn {turn_id}: paused, waiting for approval of {len(progress.pending)} call(s)")
+                continue
+            progress = await turns.status(turn_id)
+            finished = sum(1 for c in progress.calls if c.state == "done")
+            running = sum(1 for c in progress.calls if c.state == "running")
+            line.update(f"turn {turn_id}: {progress.status.value}, {finished} of {len(progress.calls)} "
+                        f"call(s) done, {running} running")
+        except (RPCError, TurnProblem):
+            continue
 
 
 async def cmd_status(client: Client, args: argparse.Namespace) -> int:
@@ -276,7 +308,8 @@ async def cmd_pending(client: Client, args: argparse.Namespace) -> int:
             if t["stuck"]:
                 _out(f"{shown(t['turn_id'])}  STUCK  {shown(t['stuck'], keep=chr(10))}")
             else:
-                _out(f"{shown(t['turn_id'])}  started {t['started']}  digest {shown(t['batch_digest'] or '?')[:16]}…")
+                where = f"  in {shown(t['workspace'])}" if t.get("workspace") else ""
+                _out(f"{shown(t['turn_id'])}  started {t['started']}  digest {shown(t['batch_digest'] or '?')[:12]}{where}")
     return EXIT_OK
 
 
@@ -291,29 +324,35 @@ async def cmd_show(client: Client, args: argparse.Namespace) -> int:
     _out(f"turn {args.turn_id} waits for approval of {len(progress.pending)} call(s)")
     _out(f"batch digest: {progress.batch_digest}\n")
     for pending in progress.pending:
-        _out(describe_pending_call(pending, validate_command))
-        if pending.preview:  # what a previewed bash call would do
-            _out("\n".join("  " + line for line in pending.preview.splitlines()))
+        _out(describe_pending_call(pending, validate_command))  # escaped, cuts said
         _out()
     return EXIT_OK
 
 
 async def cmd_decide(client: Client, args: argparse.Namespace, approve: bool) -> int:
     verb = "approve" if approve else "reject"
+    line = ProgressLine(quiet=args.quiet)
+    following(f"agent-turn status {args.turn_id}")
+    turns = TurnClient(client)
     try:
-        await TurnClient(client).decide(
+        await turns.decide(
             args.turn_id,
             approve=approve,
             approver=args.approver,
             reason=args.reason or "",
             digest=args.digest,
             signal=args.signal,
+            on_wait=line.update,
         )
     except WorkflowUpdateFailedError as exc:
+        line.clear()
         _err(f"the turn refused the decision: {exc.cause.message if exc.cause else exc}")
         return EXIT_FAILED
-    if args.signal:
-        _out(f"sent {verb} signal to {args.turn_id} (it takes effect when a worker runs the turn)")
+    line.clear()
+    if turns.last_via == "signal":
+        why = "" if args.signal else " (no worker answered in time)"
+        _out(f"sent {verb} signal to {args.turn_id}{why}; it takes effect when a worker runs the turn: "
+             f"agent-turn status {args.turn_id}")
     else:
         _out(f"{'approved' if approve else 'rejected'} turn {args.turn_id} as {args.approver}")
     return EXIT_OK
@@ -331,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one batch of tool calls as a turn")
     run.add_argument("--workspace", required=True, help="workspace root, as the worker sees it")
     run.add_argument("--calls", required=True, help="JSON file with tool calls (OpenAI or Anthropic shape)")
-    run.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE, help="task queue of the worker holding the workspace")
+    run.add_argument("--task-queue", help="task queue of the worker holding the workspace "
+                     "(default: the one derived from the workspace's real path, as the worker derives it)")
     run.add_argument("--workflow-task-queue", help="run the workflow itself on another queue")
     run.add_argument("--turn-id", help="workflow id (default: a new random one)")
     run.add_argument("--snapshots", help="JSON 'snapshots' an earlier turn returned")
@@ -344,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="print the TurnResult as JSON")
     run.add_argument("--no-wait", action="store_true", help="print the turn id and return at once")
+    run.add_argument("--quiet", action="store_true", help="no progress line while waiting")
     run.add_argument(
         "--wait-for-worker",
         action="store_true",
@@ -368,11 +409,21 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--approver", default=os.environ.get("USER") or getpass.getuser())
         p.add_argument("--digest", help="the batch digest you reviewed (default: the pending one)")
         p.add_argument("--signal", action="store_true", help="send a signal instead of an update (no answer)")
+        p.add_argument("--quiet", action="store_true", help="no progress line while waiting for a worker")
+
+    console = sub.add_parser("console", help="a local web page to review and approve paused turns")
+    console.add_argument("--port", type=int, default=8788, help="port (default 8788; 0: any free port)")
+    console.add_argument("--host", default="127.0.0.1",
+                         help="listen address (default loopback; any other needs the printed token)")
+    console.add_argument("--token", help="the token for other hosts (default: a random one, printed)")
 
     tools = sub.add_parser("tools", help="tool definitions for a model API")
     tools.add_argument("--format", choices=["openai", "anthropic"], default="openai")
     check = sub.add_parser("check-command", help="validate bash commands (one per line on stdin)")
-    check.add_argument("--json", action="store_true", help="stdin is a JSON array of strings")
+    check.add_argument(
+        "--json", action="store_true",
+        help="read stdin as a JSON array of command strings (the output is JSON lines either way)",
+    )
     cli.rollback.add_parser(sub)  # client.py rollback
     cli.session.register(sub)
     cli.mcp.register(sub)
@@ -396,6 +447,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         "pending": cmd_pending,
         "show": cmd_show,
         "rollback": cli.rollback.cmd_rollback,
+        "console": cmd_console,
     }
     if args.command in handlers:
         return await handlers[args.command](client, args)
@@ -429,6 +481,13 @@ def run_cli(argv: list[str] | None = None) -> int:
 def main(argv: list[str] | None = None) -> None:
     try:
         code = run_cli(argv)
+    except KeyboardInterrupt:
+        _err("\n" + farewell("interrupted"))
+        code = 130
+    except BrokenPipeError:
+        quiet_stdout()
+        _err(farewell("output closed"))
+        code = EXIT_FAILED
     except SystemExit as exc:  # argparse's usage errors
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except Exception:  # a bug: show it, but still leave cleanly

@@ -22,7 +22,9 @@ from core.contracts import POLICY_MODES, Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
 from runtime.devserver import DevServer, DevServerError, port_open
 from core.config import SANDBOX_ENV, SANDBOX_MODES, SettingError
-from runtime.config import DEFAULT_TASK_QUEUE, TASK_QUEUE_ENV, WorkerConfig
+from runtime.config import TASK_QUEUE_ENV, WorkerConfig
+from runtime.queues import POLLER_FRESH_S, foreign_pollers, fresh_pollers, queue_for_workspace
+from runtime.telemetry import configure_tracing, interceptors, metrics_runtime
 from runtime.worker import build_worker
 
 log = logging.getLogger("worker")
@@ -31,10 +33,24 @@ log = logging.getLogger("worker")
 def _parse_args(argv: list[str] | None, config: WorkerConfig) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", required=True, help="folder whose files this worker's tools may touch")
-    parser.add_argument("--task-queue", default=config.task_queue, help=f"default: {TASK_QUEUE_ENV} or {DEFAULT_TASK_QUEUE}")
+    parser.add_argument(
+        "--task-queue",
+        default=config.task_queue,
+        help=f"default: {TASK_QUEUE_ENV}, or agent-tools-<hash of the workspace's real path>, the queue clients derive from --workspace",
+    )
     parser.add_argument("--address", help="Temporal frontend host:port (default: TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or 'default')")
     parser.add_argument("--dev-server", action="store_true", help="start the embedded dev server if none answers")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics (the SDK's and the tools') on 127.0.0.1:PORT/metrics",
+    )
+    parser.add_argument(
+        "--stop-dev-server",
+        action="store_true",
+        help="stop the dev server this worker started when it exits (default: leave it for other workers)",
+    )
     parser.add_argument("--data-dir", default=".data", help="where the dev server keeps its SQLite file and log")
     parser.add_argument("--ui-port", type=int, default=8233, help="dev server Web UI port")
     parser.add_argument(
@@ -77,6 +93,7 @@ async def _serve(args: argparse.Namespace, config: WorkerConfig) -> int:
         log.error("workspace %s is not a folder: create it or pass another --workspace", workspace)
         return 2
     tools = config.tools.replace(sandbox=args.sandbox)
+    args.task_queue = args.task_queue or queue_for_workspace(str(workspace))
 
     server: DevServer | None = None
     settings = connect_settings(args.address, args.namespace)
@@ -103,9 +120,21 @@ async def _serve(args: argparse.Namespace, config: WorkerConfig) -> int:
 
     try:
         try:
-            client = await connect(args.address, args.namespace)
+            runtime = metrics_runtime(args.metrics_port) if args.metrics_port else None
+            tracing = configure_tracing()
+            client = await connect(args.address, args.namespace, runtime=runtime)
         except ConnectionFailed as exc:
             log.error("%s", exc)
+            return 2
+        foreign = foreign_pollers(await fresh_pollers(client, args.task_queue), str(workspace))
+        if foreign:
+            # Two folders on one queue: each would take the other's turns.
+            log.error(
+                "refusing to start: the task queue %r is polled by a worker for another workspace (%s); "
+                "this worker serves %s. Leave --task-queue out (each folder gets its own queue) or pick "
+                "another name. A worker that was just stopped stays listed for up to %d s.",
+                args.task_queue, ", ".join(sorted({p.describe() for p in foreign})), workspace, POLLER_FRESH_S,
+            )
             return 2
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -122,7 +151,12 @@ async def _serve(args: argparse.Namespace, config: WorkerConfig) -> int:
             sandboxed_workflows=not args.unsandboxed_workflows,
             deployment=(args.deployment_name, args.build_id) if args.deployment_name else None,
             tool_settings=tools,
+            interceptors=interceptors(meter=runtime.metric_meter if runtime else None),
         )
+        if args.metrics_port:
+            log.info("metrics: http://127.0.0.1:%d/metrics", args.metrics_port)
+        if tracing is not None:
+            log.info("traces: exported over OTLP to %s", os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"])
         async with worker:
             log.info(
                 "worker ready: task queue %r, workspace %s, default policy %s, bash sandbox %s",
@@ -132,9 +166,17 @@ async def _serve(args: argparse.Namespace, config: WorkerConfig) -> int:
             log.info("shutting down (waiting up to 5 s for running tools)")
         return 0
     finally:
-        if server is not None:
+        if server is not None and args.stop_dev_server:
             server.stop()
             log.info("stopped the dev server")
+        elif server is not None and server.process is not None:
+            # Other workers (other folders) may use it: it keeps running. It
+            # was started in its own session, so this worker's exit leaves it be.
+            log.info(
+                "the dev server keeps running for other workers (pid %d, state in %s); stop it with "
+                "`kill %d`, or start the worker with --stop-dev-server to stop it on exit",
+                server.process.pid, server.db_file, server.process.pid,
+            )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -150,7 +150,7 @@ class TurnInput(BaseModel):
 class ApprovalDecision(BaseModel):
     batch_digest: str
     approve: bool = True
-    approver: str = "unknown"
+    approver: str = "web-ui"  # a signal sent from the Web UI need not name one
     reason: str = ""
 
 
@@ -171,6 +171,8 @@ class PendingCall(BaseModel):
     reason: str
     # bash with Policy.preview_bash: its output and the diff it would apply.
     preview: str = ""
+    # edit/write: the diff of the whole file, escaped, read when planned.
+    review: str = ""
 
 
 class CallProgress(BaseModel):
@@ -190,6 +192,8 @@ class TurnProgress(BaseModel):
     pending: list[PendingCall] = Field(default_factory=list)
     calls: list[CallProgress] = Field(default_factory=list)
     decision: DecisionRecord | None = None
+    # A decision the turn ignored (wrong digest, already decided), and why.
+    ignored_decision: str = ""
 
 
 class TurnResult(BaseModel):
@@ -232,6 +236,8 @@ class PlannedCall(BaseModel):
     path: str | None = None  # the file tool's path argument (snapshots)
     # Set when the call is settled without running (bad input, rejection, denial).
     early_result: ToolResult | None = None
+    # edit/write that asks: the file's diff as planned (core.tools.display).
+    review: str = ""
 
     @property
     def needs_approval(self) -> bool:

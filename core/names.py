@@ -55,5 +55,7 @@ RECORDED_PLAN_PATCH = "recorded-plan"
 BASH_RETRY_PATCH = "bash-retry-with-capture"
 PREVIEW_PATCH = "bash-preview"
 STREAMING_DISPATCH_PATCH = "streaming-dispatch"
+SHORT_DIGEST_PATCH = "short-digest"  # a signal may name the short digest the details show
+SEARCH_ATTRIBUTES_PATCH = "turn-search-attributes"  # AgentTurnStatus / AgentWorkspace upserts
 
 TOOL_ACTIVITIES = (READ_FILE, WRITE_FILE, EDIT_FILE, GREP, GLOB, BASH)

@@ -53,6 +53,10 @@ from core.names import TURN_WORKFLOW
 from workflows.turn import AgentTurnWorkflow
 from core.txn_contracts import RollbackResult
 from runtime.txn_api import rollback  # noqa: F401 - rollback(client, turn_id)
+from runtime.visibility import start_attributes
+from workflows.turn_console import TURN_STATUS_KEY, WORKSPACE_KEY
+from core.turn.details import static_details, static_summary
+from runtime.queues import other_workspace_problem, queue_for_workspace  # noqa: F401 - re-exported
 
 QUERY_TIMEOUT_S = 5.0
 # A poller is listed for a while after its last poll (a long poll lasts ~60 s).
@@ -80,6 +84,11 @@ class TurnNotAnswering(TurnProblem):
 
 class NoWorker(TurnProblem):
     pass
+
+
+class WrongWorkspace(TurnProblem):
+    """The turn's queue is served by a worker for another folder: refused
+    before anything was started."""
 
 
 # ------------------------------------------------------------------ input
@@ -170,6 +179,7 @@ class TurnClient:
     def __init__(self, client: Client, *, query_timeout_s: float = QUERY_TIMEOUT_S) -> None:
         self.client = client
         self.query_timeout_s = query_timeout_s
+        self.last_via = ""  # how the last decision was sent: "update" or "signal"
 
     # -------------------------------------------------------------- workers
     async def workers_polling(self, task_queue: str, kind: str = "workflow") -> int:
@@ -213,10 +223,21 @@ class TurnClient:
         require_worker: bool = True,
     ) -> WorkflowHandle[Any, TurnResult]:
         queue = workflow_task_queue or turn.workspace.task_queue
+        problem = await other_workspace_problem(self.client, turn.workspace.task_queue, turn.workspace.root)
+        if problem:
+            raise WrongWorkspace(f"turn {turn.turn_id} was not started: {problem}")
         if require_worker:
             await self.require_worker(queue)
+        attributes = await start_attributes(self.client, turn)
         return await self.client.start_workflow(
-            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=queue, result_type=TurnResult
+            AgentTurnWorkflow.run,
+            turn,
+            id=turn.turn_id,
+            task_queue=queue,
+            result_type=TurnResult,
+            static_summary=static_summary(turn.tool_calls, turn.workspace.root),
+            static_details=static_details(turn.tool_calls, turn.workspace.root),
+            **({"search_attributes": attributes} if attributes is not None else {}),
         )
 
     async def run_turn(self, turn: TurnInput, **kw: Any) -> TurnResult:
@@ -315,13 +336,22 @@ class TurnClient:
         reason: str = "",
         digest: str | None = None,
         signal: bool = False,
+        wait_for_worker_s: float = 30.0,
+        fallback_to_signal: bool = True,
+        on_wait: Callable[[str], None] | None = None,
     ) -> ApprovalDecision:
         """Approve or reject a paused turn. ``signal=True`` needs no worker
         (no query first; the decision waits in the history). The update form
-        answers with the turn's verdict and so needs a worker."""
+        answers with the turn's verdict and so needs a worker: when none
+        answers within ``wait_for_worker_s`` the decision is sent as a signal
+        (``last_via`` says which way it went) unless ``fallback_to_signal``
+        is off (then NoWorker). A digest prefix of at least 12 characters
+        (the short digest people read) stands for the pending digest."""
         state, memo_digest = await self.pending_digest(turn_id)
         if state not in (TurnStatus.PAUSED.value, TurnStatus.RUNNING.value, None):
             raise TurnProblem(f"turn {turn_id} is {state}, not waiting for approval")
+        if digest and memo_digest and len(digest) >= 12 and memo_digest.startswith(digest):
+            digest = memo_digest  # the short form the details and the console show
         decision = ApprovalDecision(
             batch_digest=digest or memo_digest or "",
             approve=approve,
@@ -331,20 +361,36 @@ class TurnClient:
         if not decision.batch_digest:
             raise TurnProblem(f"turn {turn_id} has not published its batch digest yet; pass --digest")
         handle = self.client.get_workflow_handle(turn_id)
+        self.last_via = "signal"
         if signal:
             await handle.signal(AgentTurnWorkflow.approve if approve else AgentTurnWorkflow.reject, decision)
             return decision
         # An update needs a worker to answer. Ask a (read-only) query first,
         # with a short timeout, so that a missing worker is reported in
-        # seconds and leaves nothing pending behind.
-        try:
-            await self.status(turn_id)
-        except TurnNotAnswering as exc:
-            raise NoWorker(
-                f"{exc} An update needs a running worker to answer; send the decision as a signal "
-                "(--signal): it waits in the turn's history until a worker runs it."
-            ) from None
+        # seconds and leaves nothing pending behind. Right after a worker
+        # crash the turn's tasks still go to the dead worker's sticky queue
+        # until the server gives up on it (the sticky schedule-to-start
+        # timeout), so keep asking for a while; then send the decision as a
+        # signal, which waits in the history until a worker runs the turn.
+        deadline = time.monotonic() + wait_for_worker_s
+        while True:
+            try:
+                await self.status(turn_id)
+                break
+            except TurnNotAnswering as exc:
+                if time.monotonic() >= deadline:
+                    if not fallback_to_signal:
+                        raise NoWorker(
+                            f"{exc} An update needs a running worker to answer; send the decision as a signal "
+                            "(--signal): it waits in the turn's history until a worker runs it."
+                        ) from None
+                    await handle.signal(AgentTurnWorkflow.approve if approve else AgentTurnWorkflow.reject, decision)
+                    return decision
+                if on_wait is not None:
+                    on_wait(f"waiting for a worker to answer turn {turn_id} (a worker that has just been "
+                            f"restarted takes over within ~10-15 s; then the decision goes as a signal): {exc}")
         await handle.execute_update(AgentTurnWorkflow.decide, decision)
+        self.last_via = "update"
         return decision
 
     async def approve(self, turn_id: str, **kw: Any) -> ApprovalDecision:
@@ -361,7 +407,10 @@ class TurnClient:
         async for execution in self.client.list_workflows(query):
             memo = await execution.memo()
             stuck = await self.stuck(execution.id)
-            if memo.get("turn_status") != TurnStatus.PAUSED.value and stuck is None:
+            paused = TurnStatus.PAUSED.value in (
+                memo.get("turn_status"), execution.typed_search_attributes.get(TURN_STATUS_KEY)
+            )
+            if not paused and stuck is None:
                 continue
             found.append(
                 {
@@ -369,6 +418,7 @@ class TurnClient:
                     "batch_digest": memo.get("batch_digest"),
                     "started": execution.start_time.isoformat() if execution.start_time else None,
                     "task_queue": execution.task_queue,
+                    "workspace": execution.typed_search_attributes.get(WORKSPACE_KEY),
                     "stuck": stuck.explain() if stuck else None,
                 }
             )

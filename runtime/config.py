@@ -25,7 +25,8 @@ BUILD_ID_ENV = "AGENT_BUILD_ID"
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    task_queue: str = DEFAULT_TASK_QUEUE
+    # None: the queue derived from the workspace (runtime.queues.queue_for_workspace).
+    task_queue: str | None = None
     deployment_name: str | None = None  # worker versioning: with build_id
     build_id: str | None = None
     tools: ToolSettings = field(default_factory=ToolSettings)
@@ -36,7 +37,7 @@ class WorkerConfig:
         env = os.environ if env is None else env
         deployment, build = env.get(DEPLOYMENT_NAME_ENV, "").strip(), env.get(BUILD_ID_ENV, "").strip()
         return cls(
-            task_queue=env.get(TASK_QUEUE_ENV, "").strip() or DEFAULT_TASK_QUEUE,
+            task_queue=env.get(TASK_QUEUE_ENV, "").strip() or None,
             deployment_name=deployment or None,
             build_id=build or None,
             tools=ToolSettings.from_env(env),

@@ -34,8 +34,11 @@ def connect_settings(address: str | None = None, namespace: str | None = None) -
     return settings
 
 
-async def connect(address: str | None = None, namespace: str | None = None) -> Client:
+async def connect(address: str | None = None, namespace: str | None = None, runtime: Any = None) -> Client:
+    """``runtime``: a temporalio Runtime (e.g. one serving Prometheus metrics)."""
     settings = connect_settings(address, namespace)
+    if runtime is not None:
+        settings["runtime"] = runtime
     try:
         return await Client.connect(data_converter=pydantic_data_converter, **settings)
     except Exception as exc:  # the SDK raises RuntimeError with a transport message

@@ -29,6 +29,20 @@ DEFAULT_DYNAMIC_CONFIG: dict[str, str] = {
     "frontend.enableUpdateWorkflowExecution": "true",
 }
 
+# Custom search attributes of turns (workflows.turn_console): the Web UI's
+# list and `temporal workflow list -q "AgentTurnStatus='paused'"` filter on them.
+# A production server registers them once with
+# `temporal operator search-attribute create --name AgentTurnStatus --type Keyword` (and AgentWorkspace).
+SEARCH_ATTRIBUTES: dict[str, str] = {"AgentTurnStatus": "Keyword", "AgentWorkspace": "Keyword"}
+
+
+def search_attribute_args() -> list[str]:
+    args: list[str] = []
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        args += ["--search-attribute", f"{name}={kind}"]
+    return args
+
+
 # SQLite's default rollback journal fsyncs every commit, which halves
 # throughput on this kind of machine. WAL with synchronous=normal survives a
 # crash of the server process (tested: SIGKILL while a turn is paused); only an
@@ -99,6 +113,7 @@ class DevServer:
         else:
             cmd += ["--headless"]
         cmd += dynamic_config_args(self.dynamic_config)
+        cmd += search_attribute_args()
         for pragma in self.sqlite_pragmas:
             cmd += ["--sqlite-pragma", pragma]
         return cmd

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from core.contracts import ApprovalDecision, DecisionRecord, PendingCall, Policy, TurnOptions, TurnProgress, TurnStatus, Workspace
 from core.session.contracts import (
@@ -38,12 +39,16 @@ from core.session.contracts import (
 )
 from core.names import SESSION_WORKFLOW, STATUS_QUERY
 from workflows.session import AgentSessionWorkflow
+from runtime.queues import fresh_pollers, other_workspace_problem, queue_for_workspace
 
 __all__ = [
     "SessionError", "SessionLimits", "SessionResult", "SessionState", "SessionView", "TranscriptEntry",
     "session_input", "start_session", "run_session", "session_status", "pending", "wait_for_answer", "send",
     "approve", "reject", "transcript", "result", "close", "cancel", "running_sessions",
 ]
+
+
+QUERY_TIMEOUT_S = 5.0
 
 
 class SessionError(Exception):
@@ -53,7 +58,7 @@ class SessionError(Exception):
 def session_input(
     *,
     workspace: str | Path,
-    task_queue: str,
+    task_queue: str | None = None,
     provider: str,
     model: str,
     prompt: str,
@@ -72,6 +77,8 @@ def session_input(
         raise SessionError(f"workspace {root} is not a folder")
     if not prompt.strip():
         raise SessionError("the prompt is empty: say what the agent should do")
+    if not task_queue:  # the same name the worker derives from the folder
+        task_queue = queue_for_workspace(str(root))
     limits = limits or SessionLimits()
     if max_model_calls is not None:
         limits = limits.model_copy(update={"max_model_calls": max_model_calls})
@@ -100,6 +107,9 @@ async def start_session(
     are those of ``session_input``."""
     session = session_input(workflow_task_queue=workflow_task_queue, **kwargs)
     session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
+    problem = await other_workspace_problem(client, session.workspace.task_queue, session.workspace.root)
+    if problem:
+        raise SessionError(f"session {session_id} was not started: {problem}")
     await client.start_workflow(
         AgentSessionWorkflow.run,
         session,
@@ -117,10 +127,29 @@ async def _turn_progress(client: Client, turn_id: str) -> TurnProgress | None:
         return None
 
 
+class SessionNotAnswering(SessionError):
+    """No worker answered the session's query in time; the message says why."""
+
+
 async def session_status(client: Client, session_id: str) -> SessionView:
     """The session's status; while its turn waits for approval, also what the
     turn asks (pending calls with reasons, the batch digest, the turn's id)."""
-    status = await client.get_workflow_handle(session_id).query(AgentSessionWorkflow.status, result_type=SessionStatus)
+    handle = client.get_workflow_handle(session_id)
+    try:
+        status = await handle.query(
+            AgentSessionWorkflow.status, result_type=SessionStatus, rpc_timeout=timedelta(seconds=QUERY_TIMEOUT_S)
+        )
+    except RPCError as exc:
+        if exc.status not in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+            raise
+        desc = await handle.describe()
+        workers = len(await fresh_pollers(client, desc.task_queue or ""))
+        why = (
+            f"no worker polls its task queue {desc.task_queue!r}: start one (agent-worker --workspace DIR)"
+            if workers == 0
+            else f"{workers} worker(s) poll its task queue {desc.task_queue!r} but none answered yet"
+        )
+        raise SessionNotAnswering(f"session {session_id} did not answer within {QUERY_TIMEOUT_S:g} s: {why}") from None
     view = SessionView(**status.model_dump())
     if status.current_turn_id:
         progress = await _turn_progress(client, status.current_turn_id)
@@ -147,18 +176,26 @@ async def wait_for_answer(
     poll_seconds: float = 0.2,
     timeout: float | None = None,
     on_approval_needed: Callable[[SessionView], Awaitable[None] | None] | None = None,
+    on_progress: Callable[[str], None] | None = None,
 ) -> SessionView:
     """Wait until the session has answered more than ``after_answers`` times,
-    or has ended. ``on_approval_needed`` is called once per paused turn."""
+    or has ended. ``on_approval_needed`` is called once per paused turn;
+    ``on_progress`` with a one-line state on every look (what it waits for)."""
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     told: set[str] = set()
     while True:
         try:
             view = await session_status(client, session_id)
+        except SessionNotAnswering as exc:
+            view = None
+            if on_progress is not None:
+                on_progress(str(exc))
         except RPCError:
             view = None  # a query right at continue-as-new can miss; ask again
         if view is not None:
+            if on_progress is not None:
+                on_progress(_progress_text(view))
             if view.answers > after_answers or view.state.ended:
                 return view
             if view.waiting_for_approval and view.current_turn_id not in told and on_approval_needed:
@@ -169,6 +206,16 @@ async def wait_for_answer(
         if deadline is not None and loop.time() > deadline:
             raise TimeoutError(f"session {session_id} did not answer within {timeout} s")
         await asyncio.sleep(poll_seconds)
+
+
+def _progress_text(view: SessionView) -> str:
+    if view.waiting_for_approval:
+        doing = f"turn {view.current_turn_id} waits for approval (agent-turn session approve {view.session_id})"
+    elif view.current_turn_id:
+        doing = f"running turn {view.current_turn_id}"
+    else:
+        doing = f"{view.state.value}, waiting for the model"
+    return f"session {view.session_id}: {doing}; model calls {view.model_calls}, turns {view.turns}"
 
 
 async def run_session(client: Client, **kwargs: Any) -> SessionView:
@@ -186,6 +233,7 @@ async def send(
     *,
     wait: bool = False,
     on_approval_needed: Callable[[SessionView], Awaitable[None] | None] | None = None,
+    on_progress: Callable[[str], None] | None = None,
 ) -> SessionView | None:
     """Send the user's next message; with ``wait``, return after the answer."""
     before = await session_status(client, session_id)
@@ -195,7 +243,8 @@ async def send(
     if not wait:
         return None
     return await wait_for_answer(
-        client, session_id, after_answers=before.answers, on_approval_needed=on_approval_needed
+        client, session_id, after_answers=before.answers, on_approval_needed=on_approval_needed,
+        on_progress=on_progress,
     )
 
 

@@ -17,6 +17,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from core.names import TURN_WORKFLOW
 from core.contracts import TurnInput
 from core.txn_contracts import RollbackRequest, RollbackResult
 from core.names import ROLLBACK_WORKFLOW
@@ -34,7 +35,7 @@ async def turn_workspace(client: Client, turn_id: str) -> tuple[str, str]:
             if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
                 break
             attrs = event.workflow_execution_started_event_attributes
-            if attrs.workflow_type.name != "AgentTurnWorkflow" or not attrs.input.payloads:
+            if attrs.workflow_type.name != TURN_WORKFLOW or not attrs.input.payloads:
                 break
             [turn] = await client.data_converter.decode(attrs.input.payloads[:1], [TurnInput])
             return turn.workspace.root, turn.workspace.task_queue

@@ -15,6 +15,7 @@ from core.config import ToolSettings
 from core.contracts import Policy
 from runtime.config import DEFAULT_TASK_QUEUE
 from runtime.plugin import AgentToolsPlugin
+from runtime.queues import default_identity, worker_identity
 
 __all__ = ["DEFAULT_TASK_QUEUE", "AgentToolsPlugin", "build_worker"]
 
@@ -31,6 +32,8 @@ def build_worker(
     extra_activities: Sequence[Callable[..., Any]] = (),
     deployment: tuple[str, str] | None = None,
     tool_settings: ToolSettings | None = None,
+    identity: str | None = None,
+    interceptors: Sequence[Any] = (),
 ) -> Worker:
     """A worker that runs turn workflows and the tools for ``workspace``
     (None: any path; tests and the benchmark use that).
@@ -43,6 +46,16 @@ def build_worker(
     ``tool_settings`` fixes the tools' settings for this process (None:
     they are read from the environment at each call)."""
     options: dict[str, Any] = {}
+    # The identity names the workspace, so that clients and other workers can
+    # tell from the queue's pollers which folder this worker serves.
+    # A client with an identity of its own choosing keeps it (such a worker
+    # is not judged by the queue checks); the SDK's default gets the folder.
+    if identity is None and client.identity == default_identity():
+        identity = worker_identity(workspace)
+    if identity:
+        options["identity"] = identity
+    if interceptors:  # runtime.telemetry: tracing and tool metrics
+        options["interceptors"] = list(interceptors)
     if not sandboxed_workflows:
         options["workflow_runner"] = UnsandboxedWorkflowRunner()
     if deployment is not None:

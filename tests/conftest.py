@@ -14,7 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.sandbox.binaries import find_binary
-from runtime.devserver import dynamic_config_args
+from runtime.devserver import dynamic_config_args, search_attribute_args
 
 
 def _required_binary(name: str) -> str:
@@ -30,7 +30,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         data_converter=pydantic_data_converter,
         dev_server_existing_path=_required_binary("temporal"),
         ui=False,
-        dev_server_extra_args=dynamic_config_args(),
+        dev_server_extra_args=[*dynamic_config_args(), *search_attribute_args()],
     )
     try:
         yield env

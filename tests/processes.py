@@ -17,13 +17,13 @@ def server_address(client) -> str:  # type: ignore[no-untyped-def]
 
 
 class WorkerProcess:
-    def __init__(self, address: str, workspace: Path, task_queue: str, log: Path, *extra: str) -> None:
+    def __init__(self, address: str, workspace: Path, task_queue: str | None, log: Path, *extra: str) -> None:
         self.log_path = log
         self.args = [
             sys.executable, str(REPO / "worker.py"),
             "--address", address,
             "--workspace", str(workspace),
-            "--task-queue", task_queue,
+            *(["--task-queue", task_queue] if task_queue else []),  # None: the folder's own queue
             *extra,
         ]
         self.proc: subprocess.Popen[bytes] | None = None

@@ -91,7 +91,8 @@ def test_replace_checks_like_the_variable() -> None:
 
 
 def test_worker_config() -> None:
-    assert WorkerConfig.from_env({}).task_queue == DEFAULT_TASK_QUEUE
+    # No queue named: the worker derives one from its workspace.
+    assert WorkerConfig.from_env({}).task_queue is None
     config = WorkerConfig.from_env({"AGENT_TASK_QUEUE": "q2", "AGENT_TOOLS_BASH_SHM_MB": "1"})
     assert (config.task_queue, config.tools.bash_shm_bytes) == ("q2", 1 << 20)
 

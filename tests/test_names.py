@@ -51,6 +51,8 @@ PINNED = {
     "BASH_RETRY_PATCH": "bash-retry-with-capture",
     "PREVIEW_PATCH": "bash-preview",
     "STREAMING_DISPATCH_PATCH": "streaming-dispatch",
+    "SHORT_DIGEST_PATCH": "short-digest",
+    "SEARCH_ATTRIBUTES_PATCH": "turn-search-attributes",
 }
 
 

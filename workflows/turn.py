@@ -22,7 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SAVE_RESULT_PART_ACTIVITY, STATUS_QUERY, TURN_WORKFLOW
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, SAVE_RESULT_PART_ACTIVITY, STATUS_QUERY, TURN_WORKFLOW
     from activities.plan import PlanRequest
     from activities.turn_results import ResultPart
     from core.contracts import (
@@ -63,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_options import LOCAL_START_TO_CLOSE, options_for
     from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
     from workflows.turn_dispatch import TurnDispatch
+    from workflows.turn_console import details, publish
 
 # Set on a bash result that the plan accepted but the activity's own (newer)
 # rules refused: the command was not run, and it counts as a failed unsafe call.
@@ -134,6 +135,7 @@ class AgentTurnWorkflow:
         self._snapshot_alias: dict[str, str] = {}
         self._policy = Policy()
         self._recorded_bytes = 0
+        self._ignored = ""  # the last decision ignored, and why (shown in details and status)
         # New turns record their plan; histories from before keep planning here.
         self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
         # the batch arrives by dispatch/close_batch.
@@ -257,7 +259,13 @@ class AgentTurnWorkflow:
         try:
             plan = await workflow.execute_local_activity(
                 PLAN_TURN_ACTIVITY,
-                PlanRequest(workspace_root=turn.workspace.root, tool_calls=turn.tool_calls, policy=turn.policy),
+                PlanRequest(
+                    workspace_root=turn.workspace.root,
+                    tool_calls=turn.tool_calls,
+                    policy=turn.policy,
+                    task_queue=turn.workspace.task_queue,
+                    snapshot_paths=[s.path for s in turn.snapshots],
+                ),
                 result_type=TurnPlan,
                 start_to_close_timeout=PLAN_START_TO_CLOSE,
                 retry_policy=PLAN_RETRY,
@@ -315,6 +323,7 @@ class AgentTurnWorkflow:
                         decision.approver if decision else "policy",
                         decision.reason if decision else "",
                     )
+                self._results[c.index] = result  # status then shows it as done (denied), not pending
             results.append(result)
         self._publish_status()
         return TurnResult(
@@ -326,6 +335,7 @@ class AgentTurnWorkflow:
             anthropic_blocks=[anthropic_block(r) for r in results],
             snapshots=sorted(self._snapshots.values(), key=lambda s: s.path),
             decision=self._decision,
+            ignored_decision=self._ignored,
         )
 
     # ------------------------------------------------------------ execution
@@ -465,7 +475,7 @@ class AgentTurnWorkflow:
                 self._snapshot_alias[snapshot_key(self._turn.workspace.root, call.path)] = result.snapshot.path
 
     # ------------------------------------------------------------- approval
-    def _decision_problem(self, decision: ApprovalDecision) -> str | None:
+    def _decision_problem(self, decision: ApprovalDecision, short_ok: bool = False) -> str | None:
         planning = self._recorded and self._plan is None
         # While the plan is being recorded, a decision that names this batch
         # is kept (it may have come with the very first workflow task); it
@@ -474,7 +484,12 @@ class AgentTurnWorkflow:
             return f"turn {self._turn.turn_id} is not waiting for approval (status {self._status.value})"
         if self._decision is not None:
             return f"turn {self._turn.turn_id} was already decided by {self._decision.approver}"
-        if decision.batch_digest != self._digest:
+        if decision.batch_digest != self._digest and not (
+            short_ok
+            and len(decision.batch_digest) >= 12
+            and self._digest.startswith(decision.batch_digest)
+            and workflow.patched(SHORT_DIGEST_PATCH)  # the short digest the details show
+        ):
             return (
                 f"batch digest {decision.batch_digest!r} does not match the pending batch "
                 f"({self._digest}); fetch the current digest with the status query"
@@ -501,12 +516,14 @@ class AgentTurnWorkflow:
         self._on_signal(decision, approve=False)
 
     def _on_signal(self, decision: ApprovalDecision, approve: bool) -> None:
-        problem = self._decision_problem(decision)
+        problem = self._decision_problem(decision, short_ok=True)
         if problem:
             # A signal cannot answer its sender; the update `decide` can.
             workflow.logger.warning("ignored %s signal: %s", "approve" if approve else "reject", problem)
+            self._ignored = f"{'approve' if approve else 'reject'} from {decision.approver}: {problem}"
+            workflow.set_current_details(details(self))
             return
-        self._accept(decision, approve, "signal")
+        self._accept(decision.model_copy(update={"batch_digest": self._digest}), approve, "signal")
 
     @workflow.update(name=DECIDE_UPDATE)
     def decide(self, decision: ApprovalDecision) -> DecisionRecord:
@@ -565,21 +582,9 @@ class AgentTurnWorkflow:
             pending=self._pending if self._status == TurnStatus.PAUSED else [],
             calls=calls,
             decision=self._decision,
+            ignored_decision=self._ignored,
         )
 
     def _publish_status(self) -> None:
-        """Make the state visible without a query: a memo for `client pending`
-        (visibility), and the details text the Web UI shows."""
-        workflow.upsert_memo({"turn_status": self._status.value, "batch_digest": self._digest})
-        if self._status == TurnStatus.PAUSED:
-            lines = [
-                f"**Waiting for approval** of {len(self._pending)} call(s).",
-                "",
-                *[f"- #{c.index + 1} `{shown(c.name)}`: {shown(c.reason)}" for c in self._pending],
-                "",
-                "Approve: More Actions → Send a Signal → `approve` with data:",
-                f'`{{"batch_digest": "{self._digest}", "approver": "your-name", "reason": "ok"}}`',
-            ]
-            workflow.set_current_details("\n".join(lines))
-        else:
-            workflow.set_current_details(f"Turn {self._status.value}.")
+        """Make the state visible without a query (workflows.turn_console)."""
+        publish(self)

@@ -18,12 +18,12 @@ is in activities/txn/overlay.py; applying is in activities/txn/journal.py.
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from core.paths import within
+from core.tools.display import file_diff as display_diff
 
 FILE, DIR, SYMLINK = "file", "dir", "symlink"
 SPECIAL_BITS = 0o6000  # setuid/setgid never reach the real workspace: the worker may be root
@@ -238,20 +238,11 @@ def is_text(data: bytes) -> bool:
 
 
 def file_diff(path: str, old: bytes | None, new: bytes | None) -> str:
-    """A unified diff for text files; a one-line summary for binary or large ones."""
-    old_b, new_b = old or b"", new or b""
-    if len(old_b) > TEXT_DIFF_MAX_BYTES or len(new_b) > TEXT_DIFF_MAX_BYTES or not (is_text(old_b) and is_text(new_b)):
-        return f"Binary or large file {path}: {len(old_b)} -> {len(new_b)} bytes\n"
-    lines = difflib.unified_diff(
-        old_b.decode().splitlines(keepends=True),
-        new_b.decode().splitlines(keepends=True),
-        fromfile="/dev/null" if old is None else f"a/{path}",
-        tofile="/dev/null" if new is None else f"b/{path}",
-    )
-    out = [ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines]
-    if len(out) > DIFF_MAX_LINES:
-        out = out[:DIFF_MAX_LINES] + [f"... diff of {path} cut at {DIFF_MAX_LINES} lines\n"]
-    return "".join(out)
+    """A unified diff with real hunk lines for text in any common encoding,
+    escaped for a person's terminal, every cut said; a one-line summary for
+    binary or large files (``core.tools.display``)."""
+    lines = display_diff(path, old, new, max_lines=DIFF_MAX_LINES, max_bytes=TEXT_DIFF_MAX_BYTES)
+    return "\n".join(lines) + "\n"
 
 
 def read_only_refusal(verdict: str, changeset: Changeset, limit: int = 20) -> str | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from core.tools.formatting import shown
 from activities.txn.changeset import FILE, TEXT_DIFF_MAX_BYTES, file_diff, summary
 from activities.txn.journal import JOURNALED, PREVIEWED, Journal, apply_journal, load, take_preimages, write_journal
 from activities.txn.overlay import Capture, Scan, remove_tree
@@ -67,8 +68,9 @@ def render_diff(root: str, j: Journal) -> str:
     journal); a line for binary, large, folder and symlink changes."""
     parts: list[str] = []
     reader = WorkspaceReader(root)
+    changes = j.changeset.changes
     try:
-        for c in j.changeset.changes:
+        for number, c in enumerate(changes):
             old_file = c.old is not None and c.old.kind == FILE
             new_file = c.new is not None and c.new.kind == FILE
             if not (old_file or new_file):
@@ -79,8 +81,13 @@ def render_diff(root: str, j: Journal) -> str:
                 with open(os.path.join(j.dir, c.content), "rb") as fh:
                     new = fh.read(TEXT_DIFF_MAX_BYTES + 1)
             parts.append(file_diff(c.path, old, new))
-            if sum(map(len, parts)) > DIFF_MAX_CHARS:
-                parts.append(f"... diff cut at {DIFF_MAX_CHARS} characters\n")
+            if sum(map(len, parts)) > DIFF_MAX_CHARS and number + 1 < len(changes):
+                rest = [shown(other.path) for other in changes[number + 1 :]]
+                listed = ", ".join(rest[:20]) + (f" and {len(rest) - 20} more" if len(rest) > 20 else "")
+                parts.append(
+                    f"(diff cut at {DIFF_MAX_CHARS:,} characters: the diff of {len(rest)} more file(s) "
+                    f"is not shown: {listed})\n"
+                )
                 break
     finally:
         reader.close()

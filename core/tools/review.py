@@ -8,31 +8,33 @@ header; ``core.tools.specs`` names one per tool.
 
 from __future__ import annotations
 
-import difflib
 import json
 from typing import Any, Callable
 
-from core.tools.formatting import shown, shown_lines
+from core.tools.display import content_lines, file_diff
+from core.tools.formatting import shown
 
 Validate = Callable[[str], Any]
 
 
 def review_edit(args: dict[str, Any], validate: Validate) -> list[str]:
-    lines = [f"  file: {shown(args.get('path'))}" + ("  (replace all)" if args.get("replace_all") else "")]
-    diff = difflib.unified_diff(
-        shown_lines(args.get("old_string", "")), shown_lines(args.get("new_string", "")), "before", "after", lineterm=""
-    )
-    lines.extend("  " + d for d in diff)
+    path = str(args.get("path", ""))
+    lines = [f"  file: {shown(path)}" + ("  (replace all)" if args.get("replace_all") else "")]
+    # Without the file (the planner did not hold it): the replaced text only,
+    # so line numbers count within it; a planned review replaces this.
+    lines.append("  (the replaced text only; line numbers count within it)")
+    diff = file_diff(path, str(args.get("old_string", "")), str(args.get("new_string", "")))
+    lines.extend("  " + d for d in diff[2:] if d)  # no a/ b/ header for fragments
     return lines
 
 
 def review_write(args: dict[str, Any], validate: Validate) -> list[str]:
     content = str(args.get("content", ""))
-    body = shown_lines(content.removesuffix("\n")) if content else []
-    lines = [f"  file: {shown(args.get('path'))}  ({len(content)} characters, {len(body)} lines)"]
-    lines.extend(f"  | {line}" for line in body[:30])
-    if len(body) > 30:
-        lines.append(f"  | … {len(body) - 30} more lines")
+    path = str(args.get("path", ""))
+    body = content_lines(path, content)
+    total = len(content.removesuffix("\n").split("\n")) if content else 0
+    lines = [f"  file: {shown(path)}  ({len(content)} characters, {total} lines)"]
+    lines.extend(f"  | {line}" if not line.startswith("(") else f"  {line}" for line in body)
     return lines
 
 
@@ -40,11 +42,13 @@ def review_command(args: dict[str, Any], validate: Validate) -> list[str]:
     command = str(args.get("command", ""))
     verdict = validate(command)
     destructive = " (destructive: loses work for good)" if getattr(verdict, "destructive", False) else ""
-    return [
+    lines = [
         f"  $ {shown(command)}",
         f"  validator: {verdict.verdict}{destructive} — {shown(verdict.reason)}",
-        f"  timeout: {shown(args.get('timeout_seconds'))} s",
     ]
+    if args.get("timeout_seconds") is not None:
+        lines.append(f"  timeout: {shown(args.get('timeout_seconds'))} s")
+    return lines
 
 
 def review_arguments(args: dict[str, Any], validate: Validate) -> list[str]:

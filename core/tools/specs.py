@@ -260,4 +260,9 @@ def describe_pending_call(pending: PendingCall, validate: Callable[[str], Any]) 
     header = (
         f"#{pending.index + 1} {shown(pending.name)} ({shown(pending.tool_call_id)}) — asks because: {shown(pending.reason)}"
     )
-    return "\n".join([header, *review(pending.arguments, validate)])
+    lines = review(pending.arguments, validate)
+    if pending.review:  # the whole file's diff, read when the turn was planned
+        lines = [lines[0], *("  " + shown(line, keep="\t") for line in pending.review.split("\n"))]
+    if pending.preview:  # what a previewed bash call would do
+        lines += ["  " + shown(line, keep="\t") for line in pending.preview.split("\n")]
+    return "\n".join([header, *lines])

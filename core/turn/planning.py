@@ -284,7 +284,10 @@ def waves(stages: list[Stage], size: int = MAX_WAVE_CALLS) -> list[Stage]:
 
 def planned_pending(plan: TurnPlan, arguments: Callable[[PlannedCall], dict[str, Any]]) -> list[PendingCall]:
     return [
-        PendingCall(index=c.index, tool_call_id=c.call_id, name=c.name, arguments=arguments(c), reason=c.reason)
+        PendingCall(
+            index=c.index, tool_call_id=c.call_id, name=c.name, arguments=arguments(c), reason=c.reason,
+            review=c.review,
+        )
         for c in plan.calls
         if c.needs_approval
     ]

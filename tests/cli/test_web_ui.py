@@ -32,6 +32,7 @@ from core.contracts import (
     TurnResult,
     TurnStatus,
 )
+from runtime.api import TurnClient
 from runtime.connection import connect
 from runtime.devserver import DevServer, free_port
 from runtime.worker import build_worker
@@ -89,7 +90,12 @@ async def _approve_in_browser(page: Page, workflow_url: str, digest: str, eviden
     # The UI renders that markdown in a sandboxed iframe (src=/render?content=...).
     details = page.locator("iframe#user-metadata-current-details").content_frame
     await expect(details.get_by_text("Waiting for approval")).to_be_visible(timeout=WAIT_MS)
-    await expect(details.locator("body")).to_contain_text(digest, timeout=WAIT_MS)
+    # What the edit will change, with the file's real line numbers, and the
+    # short digest to send back.
+    await expect(details.locator("body")).to_contain_text(digest[:12], timeout=WAIT_MS)
+    await expect(details.locator("body")).to_contain_text("@@ -1,4 +1,4 @@", timeout=WAIT_MS)
+    await expect(details.locator("body")).to_contain_text("+    return 2", timeout=WAIT_MS)
+    await page.screenshot(path=str(evidence.screenshot.with_name("webui-details.png")), full_page=True)
 
     # The page renders its action menus, dialogs and toasts twice (one copy
     # hidden); role locators and filter(visible=True) pick the visible one.
@@ -109,13 +115,11 @@ async def _approve_in_browser(page: Page, workflow_url: str, digest: str, eviden
     editor = dialog.get_by_role("textbox", name="Data")  # CodeMirror, contenteditable
     await editor.click()
     await page.keyboard.press("ControlOrMeta+A")
-    await page.keyboard.type(
-        json.dumps({"batch_digest": digest, "approver": "web-ui", "reason": "approved in browser"})
-    )
+    # The short digest the details show; the approver defaults to "web-ui".
+    await page.keyboard.type(json.dumps({"batch_digest": digest[:12], "reason": "approved in browser"}))
     # The editor reformats its JSON on blur: leave it before submitting.
     await dialog.get_by_text("Single JSON payload supported.").click()
-    await expect(editor).to_contain_text(digest, timeout=WAIT_MS)
-    await expect(editor).to_contain_text('"approver": "web-ui"', timeout=WAIT_MS)
+    await expect(editor).to_contain_text(digest[:12], timeout=WAIT_MS)
 
     evidence.step = "Submit and wait for the toast 'Workflow signaled.'"
     await dialog.get_by_role("button", name="Submit").click()
@@ -244,9 +248,7 @@ async def test_approve_a_paused_turn_from_the_web_ui(tmp_path: Path) -> None:
         try:
             async with deadline:
                 evidence.step = "start the turn and wait for the pause"
-                handle = await client.start_workflow(
-                    AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
-                )
+                handle = await TurnClient(client).start_turn(turn)
                 progress = await _wait_paused(handle)
                 assert [(p.index, p.name) for p in progress.pending] == [(1, "edit_file")]
                 assert "return 1" in app.read_text()  # nothing ran yet

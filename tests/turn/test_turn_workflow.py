@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from temporalio import activity
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
@@ -199,12 +199,14 @@ async def test_workspace_routing_runs_tools_on_the_workspace_worker(
         client, task_queue=q_b, workspace=str(ws_b)
     ):
         result = await run_turn(client, turn, workflow_queue=q_a)
-        # A turn that names the wrong worker's queue is refused by that worker.
+        # A turn that names the wrong worker's queue is refused whole by that
+        # worker when it is planned: nothing runs.
         wrong = turn_input(ws_b, q_a, [call(0, "read_file", path="only-in-b.txt")])
-        refused = await run_turn(client, wrong, workflow_queue=q_a)
+        with pytest.raises(WorkflowFailureError) as refused:
+            await run_turn(client, wrong, workflow_queue=q_a)
     assert result.results[0].status == ToolStatus.OK and "hello from b" in result.results[0].output
     assert (ws_b / "new.txt").read_text() == "x" and not (ws_a / "new.txt").exists()
-    assert refused.results[0].is_error and "this worker serves the workspace" in refused.results[0].output
+    assert "serves the workspace" in str(refused.value.cause) and "nothing was run" in str(refused.value.cause)
     history = await client.get_workflow_handle(turn.turn_id).fetch_history()
     queues = {
         e.activity_task_scheduled_event_attributes.task_queue.name

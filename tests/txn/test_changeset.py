@@ -70,7 +70,7 @@ def test_file_diff_text_binary_and_new_files():
     assert "--- a/a.py\n+++ b/a.py\n" in text and "-two\n+three\n" in text
     assert file_diff("new.txt", None, b"x").startswith("--- /dev/null\n+++ b/new.txt\n")
     assert "No newline at end of file" in file_diff("new.txt", None, b"x")
-    assert file_diff("img.png", b"\x89PNG\x00", b"\x89PNG\x00\x01") == "Binary or large file img.png: 5 -> 6 bytes\n"
+    assert file_diff("img.png", b"\x89PNG\x00", b"\x89PNG\x00\x01") == "img.png: binary, 5 -> 6 bytes (content not shown)\n"
 
 
 def test_read_only_refusal_lists_what_an_allowed_command_tried():

@@ -30,7 +30,7 @@ def test_preview_shows_the_diff_and_approval_applies_exactly_that_without_a_seco
     assert journal.journal_state(str(workspace), TURN, CALL) == journal.PREVIEWED
     assert "--- a/log.txt\n+++ b/log.txt\n" in p.diff and "+appended\n" in p.diff
     assert "--- /dev/null\n+++ b/copy.txt\n" in p.diff
-    assert "Binary or large file blob.bin: 0 -> 2 bytes" in p.diff
+    assert "blob.bin: binary, 0 -> 2 bytes" in p.diff
     assert "create copy.txt" in p.summary and p.changes == 4
     assert tree(workspace) == before  # nothing applied while waiting
 
