@@ -17,15 +17,15 @@ The validator turns the command into a ``CommandList`` of ``Pipeline``s of
   are dropped, a pattern with a ``..`` component is not expanded; no match leaves the word as written, as bash does without
   ``nullglob``; sorted by code point, as bash in the C.UTF-8 locale). Words
   not flagged as globs (quoted ``*``) are never expanded.
-- **Redirections** to files are opened here, after path confinement: the
+- **Redirections** to files are checked here, after path confinement: the
   path is resolved component by component from a descriptor of the workspace
   with O_NOFOLLOW (a symlink anywhere on the way is refused), and only
-  regular files are accepted. Bash then reopens that very file through
-  ``/proc/self/fd/N`` at the moment the command runs, so ``>`` truncates and
-  ``>>`` appends with bash's timing; a file ``>`` names is created (empty)
-  before the list starts even if its command is skipped by ``&&``. A ``<``
-  file that does not exist yet (an earlier part makes it) is checked as far
-  as it exists and opened by bash by name when its turn comes.
+  regular files are accepted. Bash then opens the file by name, inside the
+  sandbox, when its turn comes (so through the sandbox's mount: read-only
+  for a command judged read-only). No host descriptor of a workspace file is
+  handed in: reopened through ``/proc/self/fd/N`` it would carry the host
+  mount's write access. A file that does not exist yet (an earlier part
+  makes it) is checked as far as it exists.
   ``/dev/null`` and descriptor duplications (``2>&1``) are passed literally.
   A write redirection in a command run read-only is refused (it would
   bypass the read-only mount).
@@ -367,7 +367,13 @@ async def execute_plan(
     private mount namespace); redirections are then opened inside. The
     command sees the same paths either way. Raises PlanError before anything
     runs when the plan cannot be run as validated."""
-    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=wrap is not None)
+    # Only pipes and memfds cross into the sandbox: a host descriptor of a
+    # workspace file could be reopened through /proc/self/fd/N with the host
+    # mount's write access, whatever the sandbox's mount says. Files are
+    # checked here and opened by bash, by name, inside. (A ``view`` without a
+    # launcher is a host folder the caller already chose to hand over.)
+    in_sandbox = wrap is not None or view is None
+    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=in_sandbox)
     try:
         outcome = await execute(
             prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,

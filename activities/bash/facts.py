@@ -11,7 +11,10 @@ with those facts:
   file is destructive);
 * the toolchain configuration files the repository has (``rust-toolchain``,
   ``.tool-versions``, ``.python-version``, ``go.mod`` ...), which make even a
-  version query (``cargo --version``) start a program the repository names.
+  version query (``cargo --version``) start a program the repository names;
+* for a command that runs git, the settings of the repository's git config
+  (and the files it includes) that name programs (an external diff, a
+  textconv, a filter, a gpg program ...): any git command then asks.
 
 A rejection from the first pass is final (facts only ever tighten or confirm
 a verdict). Cost: a few ``stat`` / ``realpath`` calls per path word.
@@ -21,7 +24,9 @@ from __future__ import annotations
 
 import os
 
+from activities.sandbox.git_config import repository_settings
 from core.shell import validate_command
+from core.shell.git_config import program_keys
 from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts
 from core.shell.verdict import Verdict
 
@@ -75,7 +80,24 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
             path = os.path.join(folder, name)
             if fam not in toolchains and os.path.lexists(path):
                 toolchains[fam] = os.path.relpath(path, root)
-    return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains)
+    git_programs: list[str] = []
+    if _mentions_git(verdict):
+        for folder in _folders(root, verdict):
+            settings = repository_settings(folder, root)
+            if settings is None:  # a repository whose config git cannot read: assume the worst
+                git_programs.append(f"{os.path.relpath(folder, root)}: config git could not list")
+                continue
+            git_programs += [k for k in program_keys(settings) if k not in git_programs]
+    return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains,
+                          git_programs=tuple(git_programs))
+
+
+def _mentions_git(verdict: Verdict) -> bool:
+    """Whether any command of the plan has the word ``git`` (itself, or run by find/xargs)."""
+    plan = verdict.plan
+    if plan is None:
+        return True
+    return any(w == "git" or w.endswith("/git") for p in plan.items for c in p.commands for w in c.argv)
 
 
 def validate_in_workspace(command: str, workspace_root: str) -> Verdict:

@@ -41,6 +41,7 @@ from activities.sandbox.settings import (
 )
 from activities.sandbox.cgroup import Cgroup, CgroupBase, cgroup_base
 from activities.sandbox.environment import SANDBOX_HOME, command_env, resolve_program
+from activities.sandbox.git_config import command_git_settings
 from activities.sandbox.output import ARTIFACT_MAX_BYTES, ArtifactSink, OutputCollector
 from activities.sandbox.bwrap import (
     DEFAULT_SHM_BYTES,
@@ -279,13 +280,17 @@ async def execute(
         outcome.workspace_access = "read-write (no sandbox)"
 
     # A throwaway HOME and TMPDIR: dotfiles and caches stay out of the workspace.
+    # The repository's own program keys (a textconv per driver ...) are
+    # outranked one by one: read them where the command's git will look.
+    host_root = bind_source or workspace
+    git_settings = await asyncio.to_thread(command_git_settings, [host_run_in, host_root], host_root)
     scratch = tempfile.mkdtemp(prefix="agent-bash-")
     if box == "bwrap":
-        env = command_env(workspace, SANDBOX_HOME, "/tmp")
+        env = command_env(workspace, SANDBOX_HOME, "/tmp", git_settings)
     else:
         os.mkdir(os.path.join(scratch, "home"))
         os.mkdir(os.path.join(scratch, "tmp"))
-        env = command_env(workspace, os.path.join(scratch, "home"), os.path.join(scratch, "tmp"))
+        env = command_env(workspace, os.path.join(scratch, "home"), os.path.join(scratch, "tmp"), git_settings)
 
     cgroup: Cgroup | None = None
     try:

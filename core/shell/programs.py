@@ -115,7 +115,10 @@ def judge(
             outside = outside or p
     if j.verdict == "allow":
         toolchain = _toolchain(base.lower(), fam, facts)
-        if capped:
+        git_program = _git_program(argv, facts)
+        if git_program is not None:
+            j = ask(f"{j.reason}, but {git_program}")
+        elif capped:
             j = ask(f"{j.reason}; but `{word}` is not in a standard system folder")
         elif outside is not None:
             j = ask(f"{j.reason}, but `{outside}` is outside the workspace")
@@ -144,6 +147,18 @@ def _toolchain(lname: str, fam: str, facts: WorkspaceFacts | None) -> str | None
     if file is None:
         return None
     return f"`{file}` in the workspace selects the toolchain, so `{lname}` may run a program it names"
+
+
+def _git_program(argv: tuple[str, ...], facts: WorkspaceFacts | None) -> str | None:
+    """Why a git command (also one that find -exec / xargs runs) may start a
+    program the repository's config names."""
+    if facts is None or not facts.git_programs:
+        return None
+    if not any(w == "git" or w.endswith("/git") for w in argv):
+        return None
+    named = facts.git_programs[0]
+    more = f" (and {len(facts.git_programs) - 1} more)" if len(facts.git_programs) > 1 else ""
+    return f"the repository's git config names a program (`{named}`{more}), which git may run"
 
 
 def judge_inner(outer: str, rest: list[str]) -> J:
