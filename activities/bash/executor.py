@@ -134,8 +134,9 @@ def open_confined(root: str, workdir: str, target: str, *, write: bool, create: 
         os.close(dir_fd)
 
 
-def expand_glob(word: str, workdir: str, root: str) -> list[str]:
-    """The word's matches inside the workspace, sorted; ``[word]`` if none."""
+def expand_glob(word: str, workdir: str, root: str, resolved: bool = False) -> list[str]:
+    """The word's matches inside the workspace, sorted; ``[word]`` if none.
+    ``resolved``: also drop matches that are symlinks leading out of it."""
     if "\0" in word:
         raise PlanError("a word contains a NUL character")
     if ".." in word.split("/"):
@@ -147,6 +148,7 @@ def expand_glob(word: str, workdir: str, root: str) -> list[str]:
     kept = sorted(
         m for m in matches
         if _inside(os.path.normpath(m if os.path.isabs(m) else os.path.join(workdir, m)), root)
+        and (not resolved or _inside(os.path.realpath(os.path.join(workdir, m)), os.path.realpath(root)))
     )
     if len(kept) > MAX_GLOB_MATCHES:
         raise PlanError(f"the pattern {word!r} matches {len(kept)} paths (at most {MAX_GLOB_MATCHES})")
@@ -212,7 +214,9 @@ class _Builder:
             if "\0" in word:
                 raise PlanError("a word contains a NUL character")
             # Never the program word: the validator judged that program, not what a glob finds.
-            out += expand_glob(word, self.workdir, self.root) if is_glob and i > 0 else [word]
+            # A command judged read-only was judged on matches that stay inside
+            # (the facts resolve every match): one leading out now is dropped.
+            out += expand_glob(word, self.workdir, self.root, self.read_only) if is_glob and i > 0 else [word]
         return out
 
     def redirect(self, r: Redirect) -> str:

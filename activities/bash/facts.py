@@ -22,12 +22,15 @@ a verdict). Cost: a few ``stat`` / ``realpath`` calls per path word.
 
 from __future__ import annotations
 
+import glob
+import itertools
 import os
 
 from activities.sandbox.git_config import repository_settings
 from core.shell import validate_command
 from core.shell.git_config import program_keys
-from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts
+from activities.bash.executor import MAX_GLOB_MATCHES
+from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts, workspace_key
 from core.shell.verdict import Verdict
 
 # file (relative to a folder of the workspace) -> toolchain family it selects
@@ -89,7 +92,31 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
                 continue
             git_programs += [k for k in program_keys(settings) if k not in git_programs]
     return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains,
-                          git_programs=tuple(git_programs))
+                          git_programs=tuple(git_programs), glob_outside=_glob_outside(verdict, root))
+
+
+def _glob_outside(verdict: Verdict, root: str) -> dict[str, str]:
+    """For each glob word of the plan, a match whose realpath is outside the
+    workspace (the executor expands globs by name; a match that is a symlink
+    leading out would be read through)."""
+    plan = verdict.plan
+    if plan is None:
+        return {}
+    workdir = os.path.join(root, plan.cwd) if plan.cwd else root
+    found: dict[str, str] = {}
+    for part in plan.items:
+        for command in part.commands:
+            for k, (word, is_glob) in enumerate(zip(command.argv, command.glob_flags())):
+                key = workspace_key(word, plan.cwd)
+                if not is_glob or k == 0 or key in found or ".." in word.split("/"):
+                    continue
+                base = "/" if os.path.isabs(word) else workdir
+                for m in itertools.islice(glob.iglob(word, root_dir=base), MAX_GLOB_MATCHES):
+                    real = os.path.realpath(os.path.join(base, m))
+                    if not (real == root or real.startswith(root.rstrip("/") + "/")):
+                        found[key] = real
+                        break
+    return found
 
 
 def _mentions_git(verdict: Verdict) -> bool:

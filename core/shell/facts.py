@@ -42,6 +42,9 @@ class WorkspaceFacts:
     # `key = value` of every repository git setting that names a program
     # (core.shell.git_config); any git command then asks
     git_programs: tuple[str, ...] = ()
+    # workspace_key(glob word) -> the realpath of a match outside the workspace
+    # (a symlink inside that leads out); globs with no such match are absent
+    glob_outside: Mapping[str, str] = field(default_factory=dict)
 
     def toolchain_file(self, program: str) -> str | None:
         if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):

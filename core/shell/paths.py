@@ -34,7 +34,7 @@ _PATTERN_FIRST = {
     "grep": (("regexp", "file"), "ef", "ABCDdm"),
     "egrep": (("regexp", "file"), "ef", "ABCDdm"),
     "fgrep": (("regexp", "file"), "ef", "ABCDdm"),
-    "rg": (("regexp", "file"), "ef", "ABCgtTjmMrEd"),
+    "rg": (("regexp", "file", "files", "type-list"), "ef", "ABCgtTjmMrEd"),  # --files: no pattern
     "sed": (("expression", "file"), "ef", "l"),
     "gsed": (("expression", "file"), "ef", "l"),
     "awk": (("source", "file", "exec", "include"), "efEi", "Fv"),

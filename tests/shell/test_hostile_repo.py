@@ -212,3 +212,31 @@ async def test_input_redirection_still_reads_the_file(workspace: Path) -> None:
         SimpleCommand(argv=("tr", "a-z", "A-Z"), redirects=(Redirect(0, "<", "a.txt"),)),)),), ops=())
     out = await execute_plan(plan, str(workspace), 20, read_only=True, sandbox="auto")
     assert out.exit_code == 0 and out.output == "HELLO", out.output
+
+
+# --- globs, xargs files, runners: reads and programs the first look missed ---------------
+
+
+def test_a_glob_matching_a_link_out_of_the_workspace_asks(workspace: Path) -> None:
+    (workspace / "pa.txt").write_text("x\n")
+    assert validate_in_workspace("cat p*", str(workspace)).verdict == "allow"
+    (workspace / "plink").symlink_to("/etc/passwd")
+    verdict = validate_in_workspace("cat p*", str(workspace))
+    assert verdict.verdict == "ask" and "/etc/passwd" in verdict.reason, verdict.reason
+    assert validate_in_workspace("rm p*", str(workspace)).verdict == "reject"
+
+
+async def test_a_read_only_run_drops_glob_matches_that_lead_out(workspace: Path) -> None:
+    """Should a link appear after the verdict, the read-only run still does not follow it."""
+    (workspace / "pa.txt").write_text("inside\n")
+    (workspace / "plink").symlink_to("/etc/hostname" if os.path.exists("/etc/hostname") else "/etc/passwd")
+    plan = CommandList(items=(Pipeline(commands=(
+        SimpleCommand(argv=("cat", "p*"), globs=(False, True)), SimpleCommand(argv=("cat",)))),), ops=())
+    out = await execute_plan(plan, str(workspace), 20, read_only=True, sandbox="auto")
+    assert out.output == "inside", out.output
+
+
+def test_files_named_by_a_file_ask(workspace: Path) -> None:
+    (workspace / "list.txt").write_text("/etc/passwd\n")
+    for command in ("xargs -a list.txt cat", "xargs --arg-file list.txt head"):
+        assert validate_in_workspace(command, str(workspace)).verdict == "ask", command
