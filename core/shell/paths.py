@@ -48,6 +48,19 @@ _FIND_NOT_PATHS = frozenset(
 _DEST_ONLY = frozenset("cp ln install".split())
 
 
+def in_git_folder(key: str, facts: WorkspaceFacts | None = None) -> bool:
+    """Whether the workspace key lies in (or is) a ``.git`` folder, by name
+    or, with facts, by where it really leads (``g -> .git``). Compared
+    case-insensitively (a case-insensitive file system takes ``.GIT``)."""
+    def named(path: str) -> bool:
+        return any(p.lower().rstrip(". ") == ".git" for p in path.split("/"))
+
+    if named(key):
+        return True
+    real = facts.realpaths.get(key) if facts is not None else None
+    return real is not None and facts is not None and facts.inside(real) and named(real[len(facts.root):])
+
+
 def _glob_base(word: str) -> str:
     """The literal folder a glob word lists (``src/*.py`` -> ``src``)."""
     cut = min((word.index(c) for c in "*?[" if c in word), default=len(word))

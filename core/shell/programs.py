@@ -9,7 +9,7 @@ import re
 from typing import Callable
 
 from core.shell.facts import TOOLCHAIN_PROGRAMS, WorkspaceFacts, workspace_key
-from core.shell.paths import path_words, where, where_key, written_paths
+from core.shell.paths import in_git_folder, path_words, where, where_key, written_paths
 from core.shell.verdict import H_WRAPPER, J, ask, rej
 
 Handler = Callable[[str, list[str]], J]
@@ -114,6 +114,10 @@ def judge(
                     "only change files inside the workspace, with paths relative to its root",
                 ), []
             outside = outside or p
+        elif p in written and not j.destructive and in_git_folder(key, facts):
+            # hooks and config in .git run programs: such a write asks in every mode
+            j = J(j.verdict, f"{j.reason}; `{p}` is inside .git, where hooks and config run programs",
+                  j.hint, True, j.writes)
     if facts is not None and facts.glob_outside:
         for w, is_glob in zip(args, globs[1:]):
             real = facts.glob_outside.get(workspace_key(w, cwd)) if is_glob else None

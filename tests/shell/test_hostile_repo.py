@@ -240,3 +240,64 @@ def test_files_named_by_a_file_ask(workspace: Path) -> None:
     (workspace / "list.txt").write_text("/etc/passwd\n")
     for command in ("xargs -a list.txt cat", "xargs --arg-file list.txt head"):
         assert validate_in_workspace(command, str(workspace)).verdict == "ask", command
+
+
+# --- .git by where a path leads, not what it says ----------------------------------------
+
+
+def _git_link(ws: Path) -> None:
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / "g").symlink_to(".git")
+
+
+@pytest.mark.parametrize("mode", ["auto", "ask-writes", "ask-all"])
+@pytest.mark.parametrize(("tool", "path"), [("write_file", "g/config"), ("edit_file", "g/config"),
+                                            ("write_file", "g/hooks/pre-commit"), ("write_file", "g")])
+def test_planning_asks_for_a_file_tool_reaching_git_through_a_link(workspace: Path, mode: str, tool: str,
+                                                                  path: str) -> None:
+    from activities.plan import resolving_risk
+    from core.contracts import Policy, PolicyRule
+    from core.turn.policy import decide_risk
+
+    _git_link(workspace)
+    policy = Policy(mode=mode, rules=[PolicyRule(action="allow", tool=tool)])  # type: ignore[arg-type]
+    assert decide_risk(tool, policy, path=path).action == "allow" or mode == "ask-all"  # the string alone hides it
+    decision = resolving_risk(decide_risk, str(workspace))(tool, policy, path=path)
+    assert decision.action == "ask" and ".git" in decision.reason and "symbolic link" in decision.reason, decision
+    # reads and ordinary paths are unaffected
+    assert resolving_risk(decide_risk, str(workspace))("read_file", policy, path=path).action in ("allow", "ask")
+    assert resolving_risk(decide_risk, str(workspace))(tool, Policy(mode="auto"), path="src/x.py").action == "allow"
+
+
+def test_file_tools_refuse_git_reached_through_a_link(workspace: Path) -> None:
+    from activities.files.write import edit_file, write_file
+    from core.contracts import ToolRequest, ToolStatus
+    from core.tools.specs import EditFileArgs, WriteFileArgs
+
+    _git_link(workspace)
+    for path in ("g/config", "g/hooks/post-checkout"):
+        args = WriteFileArgs(path=path, content="[core]\n\tfsmonitor = ./evil.sh\n")
+        result = write_file(ToolRequest(call_id="c1", tool="write_file", workspace_root=str(workspace),
+                                        arguments=args.model_dump()), args)
+        assert result.status == ToolStatus.ERROR and "through a symbolic link" in result.output, result.output
+    edit = EditFileArgs(path="g/config", old_string="[core]", new_string="[core]\n\tfsmonitor = ./evil.sh")
+    result = edit_file(ToolRequest(call_id="c2", tool="edit_file", workspace_root=str(workspace),
+                                   arguments=edit.model_dump()), edit)
+    assert result.status == ToolStatus.ERROR and "through a symbolic link" in result.output, result.output
+    assert (workspace / ".git" / "config").read_text() == "[core]\n"
+    assert sorted(os.listdir(workspace / ".git" / "hooks")) == []
+    # ...while the .git path named as such is written (planning asked for it in every mode).
+    args = WriteFileArgs(path=".git/info/exclude", content="x\n")
+    ok = write_file(ToolRequest(call_id="c3", tool="write_file", workspace_root=str(workspace),
+                                arguments=args.model_dump()), args)
+    assert ok.status == ToolStatus.OK, ok.output
+
+
+@pytest.mark.parametrize("command", ["echo '[core]' >> g/config", "cp evil.sh g/hooks/pre-commit",
+                                     "echo x > g/hooks/pre-push", "ln -s ../../evil.sh g/hooks/post-checkout"])
+def test_bash_writes_into_git_through_a_link_are_destructive(workspace: Path, command: str) -> None:
+    _git_link(workspace)
+    (workspace / "evil.sh").write_text("#!/bin/sh\n")
+    verdict = validate_in_workspace(command, str(workspace))
+    assert verdict.verdict == "ask" and verdict.destructive, (verdict.verdict, verdict.reason)

@@ -108,6 +108,13 @@ CASES: list[tuple[str, str, str | None]] = [
     ("truncate --size=5T x", "reject", "huge size"),
     ("truncate -s 0 /etc/passwd", "reject", "outside the workspace"),
     ("fallocate -l 100G x", "reject", "disk space"),
+    # writes into .git (hooks, config) ask in every mode
+    ("cp evil.sh .git/hooks/pre-commit", "ask+destructive", "inside .git"),
+    ("ln -s ../../evil.sh .git/hooks/post-checkout", "ask+destructive", "inside .git"),
+    ("install -m 755 x .git/hooks/pre-push", "ask+destructive", "inside .git"),
+    ("tee -a .git/config", "ask+destructive", "inside .git"),
+    ("mv x .GIT/hooks/pre-commit", "ask+destructive", "inside .git"),
+    ("cp .git/config backup.cfg", "ask", None),
     ("terraform destroy -auto-approve", "ask+destructive", "tears down"),
     ("terraform destroy", "ask+destructive", "tears down"),
     ("tofu apply -destroy -auto-approve", "ask+destructive", "tears down"),
