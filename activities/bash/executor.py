@@ -53,6 +53,7 @@ from typing import Any, Callable, Sequence
 from activities.sandbox.environment import command_path, resolve_program
 from activities.sandbox.process import ExecOutcome, execute
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
+from core.shell.git_config import git_folders
 
 MAX_GLOB_MATCHES = 10_000
 _FIRST_PRIVATE_FD = 10  # executor descriptors start here: above any N a redirection may name (0-9)
@@ -381,7 +382,8 @@ async def execute_plan(
     try:
         outcome = await execute(
             prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,
-            programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, wrap=wrap, **options,
+            programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, wrap=wrap,
+            git_dirs=git_folders(c.argv for p in plan.items for c in p.commands), **options,
         )
         outcome.part_exit_codes = prepared.part_exit_codes(outcome.exit_code)
         return outcome

@@ -28,7 +28,7 @@ import os
 
 from activities.sandbox.git_config import repository_settings
 from core.shell import validate_command
-from core.shell.git_config import program_keys
+from core.shell.git_config import git_folders, program_keys
 from activities.bash.executor import MAX_GLOB_MATCHES
 from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts, workspace_key
 from core.shell.verdict import Verdict
@@ -85,7 +85,15 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
                 toolchains[fam] = os.path.relpath(path, root)
     git_programs: list[str] = []
     if _mentions_git(verdict):
-        for folder in _folders(root, verdict):
+        folders = _folders(root, verdict)
+        plan = verdict.plan
+        if plan is not None:  # `git -C DIR`: that folder's repository too (only inside the workspace)
+            here = folders[-1]
+            for rel in git_folders(c.argv for p in plan.items for c in p.commands):
+                folder = os.path.realpath(os.path.join(here, rel))
+                if (folder == root or folder.startswith(root.rstrip("/") + "/")) and os.path.isdir(folder):
+                    folders.append(folder)
+        for folder in dict.fromkeys(folders):
             settings = repository_settings(folder, root)
             if settings is None:  # a repository whose config git cannot read: assume the worst
                 git_programs.append(f"{os.path.relpath(folder, root)}: config git could not list")

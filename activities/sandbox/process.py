@@ -225,6 +225,7 @@ async def execute(
     pass_fds: Sequence[int] = (),
     bind_source: str | None = None,
     wrap: Callable[[list[str]], list[str]] | None = None,
+    git_dirs: Sequence[str] = (),
     artifact_root: str | os.PathLike[str] | None = None,
     call_id: str = "bash",
     artifact_max_bytes: int = ARTIFACT_MAX_BYTES,
@@ -283,7 +284,9 @@ async def execute(
     # The repository's own program keys (a textconv per driver ...) are
     # outranked one by one: read them where the command's git will look.
     host_root = bind_source or workspace
-    git_settings = await asyncio.to_thread(command_git_settings, [host_run_in, host_root], host_root)
+    extra = [os.path.realpath(os.path.join(host_run_in, d)) for d in git_dirs]
+    extra = [d for d in extra if _inside(d, os.path.realpath(host_root)) and os.path.isdir(d)]
+    git_settings = await asyncio.to_thread(command_git_settings, [host_run_in, host_root, *extra], host_root)
     scratch = tempfile.mkdtemp(prefix="agent-bash-")
     if box == "bwrap":
         env = command_env(workspace, SANDBOX_HOME, "/tmp", git_settings)

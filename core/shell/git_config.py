@@ -127,3 +127,21 @@ def neutral_settings(settings: Iterable[tuple[str, str]]) -> dict[str, str]:
         elif section in ("difftool", "mergetool", "browser", "man") and name in ("cmd", "path"):
             out[key] = "false"
     return out
+
+
+def git_folders(commands: Iterable[tuple[str, ...]]) -> list[str]:
+    """The ``git -C DIR`` folders of the given argvs, in order, relative to
+    where each command runs (the repositories a command points git at
+    besides its working folder)."""
+    found: list[str] = []
+    for argv in commands:
+        if not argv or argv[0].rsplit("/", 1)[-1] != "git":
+            continue
+        i = 1
+        while i < len(argv) - 1 and argv[i].startswith("-"):
+            if argv[i] == "-C" and argv[i + 1] not in found:
+                found.append(argv[i + 1])
+                i += 2
+                continue
+            i += 1
+    return found

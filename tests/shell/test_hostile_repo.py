@@ -301,3 +301,17 @@ def test_bash_writes_into_git_through_a_link_are_destructive(workspace: Path, co
     (workspace / "evil.sh").write_text("#!/bin/sh\n")
     verdict = validate_in_workspace(command, str(workspace))
     assert verdict.verdict == "ask" and verdict.destructive, (verdict.verdict, verdict.reason)
+
+
+async def test_a_nested_repository_named_by_git_c_is_checked_and_neutralised(workspace: Path) -> None:
+    (workspace / "top.txt").write_text("top\n")
+    nested = workspace / "sub"
+    nested.mkdir()
+    canary = _repository(nested, '[diff "x"]\n\ttextconv = ./evil.sh\n', "*.txt diff=x\n")
+    for command in ("git -C sub diff", "cd sub && git log -p", "git -C sub show"):
+        verdict = validate_in_workspace(command, str(workspace))
+        assert verdict.verdict == "ask" and "names a program" in verdict.reason, (command, verdict.reason)
+    plan = CommandList(items=(Pipeline(commands=(SimpleCommand(argv=("git", "-C", "sub", "diff")),)),), ops=())
+    out = await execute_plan(plan, str(workspace), 20, sandbox="off")
+    assert not canary.exists(), canary.read_text()
+    assert out.exit_code == 0 and "+two" in out.output, out.output
