@@ -17,7 +17,9 @@ with those facts:
   textconv, a filter, a gpg program ...): any git command then asks.
 
 A rejection from the first pass is final (facts only ever tighten or confirm
-a verdict). Cost: a few ``stat`` / ``realpath`` calls per path word.
+a verdict). Cost: a few ``stat`` / ``realpath`` calls per path word, a
+``glob`` per glob word, and one ``git config --list`` per repository folder
+for a command that mentions git.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ import glob
 import itertools
 import os
 
+from activities.bash.executor import MAX_GLOB_MATCHES
 from activities.sandbox.git_config import repository_settings
 from core.shell import validate_command
-from core.shell.git_config import git_folders, program_keys
-from activities.bash.executor import MAX_GLOB_MATCHES
 from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts, workspace_key
+from core.shell.git_config import git_folders, program_keys
 from core.shell.verdict import Verdict
 
 # file (relative to a folder of the workspace) -> toolchain family it selects
