@@ -28,8 +28,10 @@ import core.turn.policy as policy_module
 import core.shell as shell_validator
 from activities.files.review import with_reviews
 from core.contracts import Policy, ToolCall, TurnPlan
+import core.turn.planning as planning
 from core.turn.planning import make_plan
 from core.names import PLAN_TURN_ACTIVITY
+from core.tools.specs import TOOLS
 from core.turn.policy import RiskDecision
 from core.shell import Verdict
 
@@ -78,6 +80,39 @@ def wrong_workspace(request: PlanRequest, allowed_root: str | None, this_queue: 
     )
 
 
+def resolved_git_path(workspace_root: str, path: str) -> str | None:
+    """The workspace-relative real path of a file tool's ``path`` when it lies
+    inside a ``.git`` folder although the path does not say so (a symlink on
+    the way, e.g. ``g -> .git``); None otherwise. Resolved through the
+    nearest existing folder; nothing is opened for writing."""
+    if policy_module.inside_git_folder(path):
+        return None
+    root = os.path.realpath(workspace_root)
+    full = os.path.realpath(os.path.join(root, path.lstrip("/")) if not os.path.isabs(path) else path)
+    if not full.startswith(root.rstrip("/") + "/"):
+        return None  # outside: the tool refuses it
+    rel = os.path.relpath(full, root)
+    return rel if policy_module.inside_git_folder(rel) else None
+
+
+def resolving_risk(decide: Callable[..., RiskDecision], workspace_root: str) -> Callable[..., RiskDecision]:
+    """``decide`` judging a file tool by where its path really leads: a path
+    that reaches .git through a symlink asks in every mode, shown as the
+    .git change it is."""
+
+    def risk(tool: str, policy: Policy, bash: Verdict | None = None, path: str | None = None) -> RiskDecision:
+        spec = TOOLS.get(tool)
+        real = resolved_git_path(workspace_root, path) if path is not None and spec and spec.writes else None
+        decision = planning.decide_with_path(decide, tool, policy, bash, path if real is None else real)
+        if real is None or decision.action == "deny":
+            return decision
+        why = decision.reason if decision.action == "ask" and ".git" in decision.reason else (
+            f"{tool} writes inside .git: hooks and config there run programs (asks in every mode)")
+        return RiskDecision("ask", f"{path!r} leads to {real!r} through a symbolic link: {why}")
+
+    return risk
+
+
 def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root: str | None = None) -> Any:
     @activity.defn(name=PLAN_TURN_ACTIVITY)
     async def plan_turn(request: PlanRequest) -> TurnPlan:
@@ -91,7 +126,7 @@ def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root
             request.tool_calls,
             request.policy or default_policy,
             current_validator(request.workspace_root),
-            current_risk(),
+            resolving_risk(current_risk(), request.workspace_root),
             build_id,
         )
         if request.task_queue != activity.info().task_queue:

@@ -31,6 +31,9 @@ ARTIFACTS_MAX_TOTAL_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_MB"
 ARTIFACTS_MAX_AGE_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_AGE_H"
 RG_ENV = "AGENT_TOOLS_RG"
 MCP_TOKEN_ENV = "AGENT_TOOLS_MCP_TOKEN"
+CHANGESET_MB_ENV = "AGENT_TOOLS_CHANGESET_MB"
+CHANGESET_FILES_ENV = "AGENT_TOOLS_CHANGESET_FILES"
+ALLOWED_MODEL_URLS_ENV = "AGENT_TOOLS_ALLOWED_MODEL_URLS"
 
 SandboxMode = Literal["auto", "required", "off"]
 SANDBOX_MODES: tuple[str, ...] = ("auto", "required", "off")
@@ -93,6 +96,9 @@ class ToolSettings:
     artifacts_max_age_s: int = 168 * HOUR  # artifacts older than this are deleted
     rg: str = ""  # another ripgrep binary ("": the bundled one)
     mcp_token: str = ""  # the bearer token the MCP front-end's HTTP transport requires
+    changeset_bytes: int = 2 << 30  # what one captured command may change, in bytes (0 = no bound)
+    changeset_files: int = 200_000  # and in paths
+    allowed_model_urls: str = ""  # base URLs a session may name besides the worker's own (comma or space separated)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "ToolSettings":
@@ -136,5 +142,8 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "artifacts_max_age_s": (ARTIFACTS_MAX_AGE_ENV, lambda n, r: whole(n, r, HOUR, " of hours")),
     "rg": (RG_ENV, _path),
     "mcp_token": (MCP_TOKEN_ENV, _path),
+    "changeset_bytes": (CHANGESET_MB_ENV, _mib),
+    "changeset_files": (CHANGESET_FILES_ENV, whole),
+    "allowed_model_urls": (ALLOWED_MODEL_URLS_ENV, _path),
 }
 VARIABLES: tuple[str, ...] = tuple(name for name, _ in _VARIABLES.values())

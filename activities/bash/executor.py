@@ -17,15 +17,15 @@ The validator turns the command into a ``CommandList`` of ``Pipeline``s of
   are dropped, a pattern with a ``..`` component is not expanded; no match leaves the word as written, as bash does without
   ``nullglob``; sorted by code point, as bash in the C.UTF-8 locale). Words
   not flagged as globs (quoted ``*``) are never expanded.
-- **Redirections** to files are opened here, after path confinement: the
+- **Redirections** to files are checked here, after path confinement: the
   path is resolved component by component from a descriptor of the workspace
   with O_NOFOLLOW (a symlink anywhere on the way is refused), and only
-  regular files are accepted. Bash then reopens that very file through
-  ``/proc/self/fd/N`` at the moment the command runs, so ``>`` truncates and
-  ``>>`` appends with bash's timing; a file ``>`` names is created (empty)
-  before the list starts even if its command is skipped by ``&&``. A ``<``
-  file that does not exist yet (an earlier part makes it) is checked as far
-  as it exists and opened by bash by name when its turn comes.
+  regular files are accepted. Bash then opens the file by name, inside the
+  sandbox, when its turn comes (so through the sandbox's mount: read-only
+  for a command judged read-only). No host descriptor of a workspace file is
+  handed in: reopened through ``/proc/self/fd/N`` it would carry the host
+  mount's write access. A file that does not exist yet (an earlier part
+  makes it) is checked as far as it exists.
   ``/dev/null`` and descriptor duplications (``2>&1``) are passed literally.
   A write redirection in a command run read-only is refused (it would
   bypass the read-only mount).
@@ -54,6 +54,7 @@ from core.paths import within
 from activities.sandbox.environment import command_path, resolve_program
 from activities.sandbox.process import ExecOutcome, ExecRequest, run
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
+from core.shell.git_config import git_folders
 
 MAX_GLOB_MATCHES = 10_000
 _FIRST_PRIVATE_FD = 10  # executor descriptors start here: above any N a redirection may name (0-9)
@@ -131,8 +132,9 @@ def open_confined(root: str, workdir: str, target: str, *, write: bool, create: 
         os.close(dir_fd)
 
 
-def expand_glob(word: str, workdir: str, root: str) -> list[str]:
-    """The word's matches inside the workspace, sorted; ``[word]`` if none."""
+def expand_glob(word: str, workdir: str, root: str, resolved: bool = False) -> list[str]:
+    """The word's matches inside the workspace, sorted; ``[word]`` if none.
+    ``resolved``: also drop matches that are symlinks leading out of it."""
     if "\0" in word:
         raise PlanError("a word contains a NUL character")
     if ".." in word.split("/"):
@@ -144,6 +146,7 @@ def expand_glob(word: str, workdir: str, root: str) -> list[str]:
     kept = sorted(
         m for m in matches
         if within(os.path.normpath(m if os.path.isabs(m) else os.path.join(workdir, m)), root)
+        and (not resolved or within(os.path.realpath(os.path.join(workdir, m)), os.path.realpath(root)))
     )
     if len(kept) > MAX_GLOB_MATCHES:
         raise PlanError(f"the pattern {word!r} matches {len(kept)} paths (at most {MAX_GLOB_MATCHES})")
@@ -209,7 +212,9 @@ class _Builder:
             if "\0" in word:
                 raise PlanError("a word contains a NUL character")
             # Never the program word: the validator judged that program, not what a glob finds.
-            out += expand_glob(word, self.workdir, self.root) if is_glob and i > 0 else [word]
+            # A command judged read-only was judged on matches that stay inside
+            # (the facts resolve every match): one leading out now is dropped.
+            out += expand_glob(word, self.workdir, self.root, self.read_only) if is_glob and i > 0 else [word]
         return out
 
     def redirect(self, r: Redirect) -> str:
@@ -364,11 +369,18 @@ async def execute_plan(
     private mount namespace); redirections are then opened inside. The
     command sees the same paths either way. Raises PlanError before anything
     runs when the plan cannot be run as validated."""
-    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=wrap is not None)
+    # Only pipes and memfds cross into the sandbox: a host descriptor of a
+    # workspace file could be reopened through /proc/self/fd/N with the host
+    # mount's write access, whatever the sandbox's mount says. Files are
+    # checked here and opened by bash, by name, inside. (A ``view`` without a
+    # launcher is a host folder the caller already chose to hand over.)
+    in_sandbox = wrap is not None or view is None
+    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=in_sandbox)
     try:
         outcome = await run(ExecRequest(
             prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,
-            programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, wrap=wrap, **options,
+            programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, wrap=wrap,
+            git_dirs=git_folders(c.argv for p in plan.items for c in p.commands), **options,
         ))
         outcome.part_exit_codes = prepared.part_exit_codes(outcome.exit_code)
         return outcome

@@ -11,18 +11,28 @@ with those facts:
   file is destructive);
 * the toolchain configuration files the repository has (``rust-toolchain``,
   ``.tool-versions``, ``.python-version``, ``go.mod`` ...), which make even a
-  version query (``cargo --version``) start a program the repository names.
+  version query (``cargo --version``) start a program the repository names;
+* for a command that runs git, the settings of the repository's git config
+  (and the files it includes) that name programs (an external diff, a
+  textconv, a filter, a gpg program ...): any git command then asks.
 
 A rejection from the first pass is final (facts only ever tighten or confirm
-a verdict). Cost: a few ``stat`` / ``realpath`` calls per path word.
+a verdict). Cost: a few ``stat`` / ``realpath`` calls per path word, a
+``glob`` per glob word, and one ``git config --list`` per repository folder
+for a command that mentions git.
 """
 
 from __future__ import annotations
 
+import glob
+import itertools
 import os
 
+from activities.bash.executor import MAX_GLOB_MATCHES
+from activities.sandbox.git_config import repository_settings
 from core.shell import validate_command
-from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts
+from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts, workspace_key
+from core.shell.git_config import git_folders, program_keys
 from core.shell.verdict import Verdict
 
 # file (relative to a folder of the workspace) -> toolchain family it selects
@@ -75,7 +85,56 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
             path = os.path.join(folder, name)
             if fam not in toolchains and os.path.lexists(path):
                 toolchains[fam] = os.path.relpath(path, root)
-    return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains)
+    git_programs: list[str] = []
+    if _mentions_git(verdict):
+        folders = _folders(root, verdict)
+        plan = verdict.plan
+        if plan is not None:  # `git -C DIR`: that folder's repository too (only inside the workspace)
+            here = folders[-1]
+            for rel in git_folders(c.argv for p in plan.items for c in p.commands):
+                folder = os.path.realpath(os.path.join(here, rel))
+                if (folder == root or folder.startswith(root.rstrip("/") + "/")) and os.path.isdir(folder):
+                    folders.append(folder)
+        for folder in dict.fromkeys(folders):
+            settings = repository_settings(folder, root)
+            if settings is None:  # a repository whose config git cannot read: assume the worst
+                git_programs.append(f"{os.path.relpath(folder, root)}: config git could not list")
+                continue
+            git_programs += [k for k in program_keys(settings) if k not in git_programs]
+    return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains,
+                          git_programs=tuple(git_programs), glob_outside=_glob_outside(verdict, root))
+
+
+def _glob_outside(verdict: Verdict, root: str) -> dict[str, str]:
+    """For each glob word of the plan, a match whose realpath is outside the
+    workspace (the executor expands globs by name; a match that is a symlink
+    leading out would be read through)."""
+    plan = verdict.plan
+    if plan is None:
+        return {}
+    workdir = os.path.join(root, plan.cwd) if plan.cwd else root
+    found: dict[str, str] = {}
+    for part in plan.items:
+        for command in part.commands:
+            for k, (word, is_glob) in enumerate(zip(command.argv, command.glob_flags())):
+                key = workspace_key(word, plan.cwd)
+                if not is_glob or k == 0 or key in found or ".." in word.split("/"):
+                    continue
+                base = "/" if os.path.isabs(word) else workdir
+                for m in itertools.islice(glob.iglob(word, root_dir=base), MAX_GLOB_MATCHES):
+                    real = os.path.realpath(os.path.join(base, m))
+                    if not (real == root or real.startswith(root.rstrip("/") + "/")):
+                        found[key] = real
+                        break
+    return found
+
+
+def _mentions_git(verdict: Verdict) -> bool:
+    """Whether any command of the plan has the word ``git`` (itself, or run by find/xargs)."""
+    plan = verdict.plan
+    if plan is None:
+        return True
+    return any(w == "git" or w.endswith("/git") for p in plan.items for c in p.commands for w in c.argv)
 
 
 def validate_in_workspace(command: str, workspace_root: str) -> Verdict:

@@ -17,6 +17,7 @@ from contextlib import suppress
 from activities.workspace.root import Location, WorkspaceError, WorkspaceRoot, shown
 from activities.files.snapshots import same_stat
 from core.contracts import ToolRequest, ToolResult
+from core.turn.policy import inside_git_folder
 from core.tools.specs import READ_FILE
 
 MAX_LINE_CHARS = 2000
@@ -249,3 +250,27 @@ def atomic_write(
         finally:
             os.close(dir_fd)
     return written
+
+
+def refuse_git_through_link(ws: WorkspaceRoot, path: str, tool: str) -> None:
+    """Refuse a write that lands inside a ``.git`` folder although ``path``
+    does not name one (a symlink on the way leads there): planning asks for
+    .git writes in every mode by what the path says, so a path that hides it
+    is never written. Naming the .git path itself is the way (and asks)."""
+    if inside_git_folder(path):
+        return
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    for k in range(len(parts), 0, -1):
+        prefix = "/".join(parts[:k])
+        try:
+            real = ws.rel(prefix)
+        except (OSError, WorkspaceError):
+            continue  # not there yet (or not resolvable: the write itself will say why)
+        if inside_git_folder(real):
+            target = real if k == len(parts) else "/".join([real, *parts[k:]])
+            raise Refusal(
+                f"{tool}: {shown(path)} leads into a .git folder through a symbolic link (it is {shown(target)}); "
+                f"files there run programs (hooks, config). Name the .git path itself ({shown(target)}), "
+                "which asks for approval in every mode"
+            )
+        return

@@ -14,6 +14,7 @@ from activities.base import bound_output
 from activities.files.common import (
     SNIFF_BYTES,
     Refusal,
+    refuse_git_through_link,
     binary_reason,
     display_line,
     encode_text,
@@ -284,6 +285,7 @@ def edit_file(request: ToolRequest, args: EditFileArgs) -> ToolResult:
     old = encode_text(args.old_string, "old_string")
     new = encode_text(args.new_string, "new_string")
     with WorkspaceRoot(request.workspace_root) as ws:
+        refuse_git_through_link(ws, args.path, "edit_file")
         try:
             loc, st = lookup(ws, args.path)
         except FileNotFoundError:

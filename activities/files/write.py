@@ -25,6 +25,7 @@ from activities.files.common import (
     encode_text,
     guarded,
     lookup,
+    refuse_git_through_link,
     read_bytes,
     refuse_non_regular,
 )
@@ -59,6 +60,8 @@ def _summary(data: bytes) -> str:
 def write_file(request: ToolRequest, args: WriteFileArgs) -> ToolResult:
     """Create a file or replace its whole content, atomically, under the snapshot rule."""
     data = encode_text(args.content, "content")
+    with WorkspaceRoot(request.workspace_root) as ws:
+        refuse_git_through_link(ws, args.path, "write_file")
     made = record_new_folders(request, args.path)  # rollback removes them too
     with WorkspaceRoot(request.workspace_root) as ws:
         loc, st = lookup(ws, args.path, create_parents=True)

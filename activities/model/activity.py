@@ -33,6 +33,7 @@ from activities.model import openai_chat as model_openai
 from activities.model.dispatch import StreamDispatcher, abandon_batch, merged_response
 from activities.model.transcript_store import TranscriptMissing, TranscriptStore
 from activities.workspace.paths import WorkspaceError
+from activities.settings import current as current_settings
 from core.session import provider_errors as errors
 from core.contracts import ToolCall, TurnProgress
 from core.session.contracts import (
@@ -95,8 +96,11 @@ async def stream_model(
 
 
 def credentials(config: ModelConfig) -> tuple[str, str | None]:
-    """(api key, base URL) from this worker's environment; the session's
-    base URL, when given, wins over the environment's."""
+    """(api key, base URL) from this worker's environment. A session may name
+    another base URL only when the worker allows it: the key goes to the URL
+    configured for it (its *_BASE_URL, else the provider's API) or to one the
+    worker lists in AGENT_TOOLS_ALLOWED_MODEL_URLS, never to one a session
+    chose on its own."""
     key = os.environ.get(errors.key_variable(config.provider), "").strip()
     if not key:
         raise ApplicationError(
@@ -104,8 +108,19 @@ def credentials(config: ModelConfig) -> tuple[str, str | None]:
             type=errors.API_KEY_MISSING,
             non_retryable=True,
         )
-    base_url = config.base_url or os.environ.get(errors.url_variable(config.provider)) or None
-    return key, base_url
+    configured = os.environ.get(errors.url_variable(config.provider), "").strip() or None
+    if config.base_url:
+        refusal = errors.url_refusal(config.provider, config.base_url, configured,
+                                     current_settings().allowed_model_urls)
+        if refusal is not None:
+            raise ApplicationError(redact(refusal), type=errors.URL_NOT_ALLOWED, non_retryable=True)
+    return key, config.base_url or configured
+
+
+def redact(text: str) -> str:
+    """``text`` without this worker's keys or anything shaped like a key."""
+    keys = tuple(os.environ.get(errors.key_variable(p), "").strip() for p in _PROVIDERS)
+    return errors.redact(text, keys)
 
 
 def retry_after(headers: dict[str, str]) -> timedelta | None:
@@ -136,7 +151,7 @@ def classify(provider: str, exc: BaseException) -> ApplicationError | None:
     failure (a bug), let it propagate."""
     module = _PROVIDERS[provider]
     if isinstance(exc, module.CONNECTION_ERRORS + _TRANSPORT_ERRORS):
-        return ApplicationError(f"cannot reach the model API: {exc}", type=errors.CONNECTION_ERROR)
+        return ApplicationError(redact(f"cannot reach the model API: {exc}"), type=errors.CONNECTION_ERROR)
     details = module.error_details(exc)
     if details is None:
         return None
@@ -147,7 +162,8 @@ def classify(provider: str, exc: BaseException) -> ApplicationError | None:
             kind = errors.type_for_status(400, message, code)
     else:
         kind = errors.type_for_status(status, message, code)
-    text = f"{provider} API answered {status}: {message}"[:2000]
+    # A server may echo the key it was sent (a 401 body): never into the history or a log.
+    text = redact(f"{provider} API answered {status}: {message}")[:2000]
     if kind in errors.RETRYABLE:
         return ApplicationError(text, type=kind, next_retry_delay=retry_after(headers))
     return ApplicationError(text, type=kind, non_retryable=True)

@@ -8,6 +8,7 @@ import os
 import shutil
 
 from core.paths import within
+from activities.sandbox.git_config import COMMAND_SETTINGS, config_env
 from core.shell.facts import SANDBOX_HOME  # noqa: F401 - HOME inside the sandbox (re-exported)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -29,9 +30,12 @@ def command_path(workspace: str, worker_path: str | None = None) -> str:
     return os.pathsep.join(kept) or DEFAULT_PATH
 
 
-def command_env(workspace: str, home: str, tmpdir: str) -> dict[str, str]:
+def command_env(workspace: str, home: str, tmpdir: str, git_settings: dict[str, str] | None = None) -> dict[str, str]:
     """The whole environment a command gets: an allowlist, nothing inherited
-    except a filtered PATH (API keys, tokens and the like never reach it)."""
+    except a filtered PATH (API keys, tokens and the like never reach it).
+    ``git_settings``: the git config the command gets (default: the fixed
+    neutralising settings; activities.sandbox.git_config adds the
+    repository's own per-driver keys)."""
     return {
         "PATH": command_path(workspace),
         "HOME": home,
@@ -43,6 +47,11 @@ def command_env(workspace: str, home: str, tmpdir: str) -> dict[str, str]:
         "GIT_PAGER": "cat",
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_EDITOR": "true",  # `git commit` without -m aborts instead of waiting for an editor
+        "GIT_SEQUENCE_EDITOR": "true",
+        "GIT_ASKPASS": "",
+        # No global config: HOME is the command's own scratch folder, so a
+        # ~/.gitconfig there could only have been planted by the command.
+        "GIT_CONFIG_GLOBAL": "/dev/null",
         "CI": "1",
         "NO_COLOR": "1",
         "PIP_NO_INPUT": "1",
@@ -53,22 +62,11 @@ def command_env(workspace: str, home: str, tmpdir: str) -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
         # A repository's own .git/config can name programs that even a
         # read-only `git status` would run (fsmonitor, hooks, pagers, ext::
-        # transports). Config from the environment outranks the repository's.
-        **_GIT_SAFE_CONFIG,
+        # transports, external diffs, textconv, filters, gpg ...). Config from
+        # the environment outranks the repository's.
+        **config_env(COMMAND_SETTINGS if git_settings is None else git_settings),
     }
 
-
-_GIT_SAFE_SETTINGS = {
-    "core.fsmonitor": "false",
-    "core.hooksPath": "/dev/null",
-    "core.pager": "cat",
-    "protocol.ext.allow": "never",
-    "credential.helper": "",
-}
-_GIT_SAFE_CONFIG = {"GIT_CONFIG_COUNT": str(len(_GIT_SAFE_SETTINGS))}
-for _i, (_key, _value) in enumerate(_GIT_SAFE_SETTINGS.items()):
-    _GIT_SAFE_CONFIG[f"GIT_CONFIG_KEY_{_i}"] = _key
-    _GIT_SAFE_CONFIG[f"GIT_CONFIG_VALUE_{_i}"] = _value
 
 
 def resolve_program(program: str, path: str, cwd: str) -> str | None:

@@ -36,6 +36,7 @@ from activities.sandbox.settings import (
 from activities.settings import current as current_settings
 from activities.sandbox.cgroup import Cgroup, CgroupBase, cgroup_base
 from activities.sandbox.environment import SANDBOX_HOME, command_env, resolve_program
+from activities.sandbox.git_config import command_git_settings
 from activities.sandbox.output import ARTIFACT_MAX_BYTES, ArtifactSink, OutputCollector
 from activities.sandbox.bwrap import (
     sandbox_argv,
@@ -225,6 +226,7 @@ class ExecRequest:
     pass_fds: Sequence[int] = ()
     bind_source: str | None = None
     wrap: Callable[[list[str]], list[str]] | None = None
+    git_dirs: Sequence[str] = ()  # folders named by `git -C DIR`: their config is neutralised too
     artifact_root: str | os.PathLike[str] | None = None
     call_id: str = "bash"
     artifact_max_bytes: int = ARTIFACT_MAX_BYTES
@@ -281,13 +283,22 @@ def _describe_fences(outcome: ExecOutcome, limits: _Limits, read_only: bool) -> 
         outcome.workspace_access = "read-write (no sandbox)"
 
 
-def _scratch_env(box: str, workspace: str, scratch: str) -> dict[str, str]:
+def _scratch_env(box: str, workspace: str, scratch: str, git_settings: dict[str, str]) -> dict[str, str]:
     """A throwaway HOME and TMPDIR: dotfiles and caches stay out of the workspace."""
     if box == "bwrap":
-        return command_env(workspace, SANDBOX_HOME, "/tmp")
+        return command_env(workspace, SANDBOX_HOME, "/tmp", git_settings)
     os.mkdir(os.path.join(scratch, "home"))
     os.mkdir(os.path.join(scratch, "tmp"))
-    return command_env(workspace, os.path.join(scratch, "home"), os.path.join(scratch, "tmp"))
+    return command_env(workspace, os.path.join(scratch, "home"), os.path.join(scratch, "tmp"), git_settings)
+
+
+async def _git_settings(request: "ExecRequest", workspace: str, host_run_in: str) -> dict[str, str]:
+    """The repository's own program keys (a textconv per driver ...) are
+    outranked one by one: read them where the command's git will look."""
+    host_root = request.bind_source or workspace
+    extra = [os.path.realpath(os.path.join(host_run_in, d)) for d in request.git_dirs]
+    extra = [d for d in extra if within(d, os.path.realpath(host_root)) and os.path.isdir(d)]
+    return await asyncio.to_thread(command_git_settings, [host_run_in, host_root, *extra], host_root)
 
 
 def _not_found(outcome: ExecOutcome, program: str, path: str) -> ExecOutcome:
@@ -376,8 +387,9 @@ async def run(request: ExecRequest) -> ExecOutcome:
 
     outcome = ExecOutcome(exit_code=None, output="", duration_s=0.0, sandbox=box, sandbox_reason=box_reason)
     _describe_fences(outcome, limits, request.read_only)
+    git_settings = await _git_settings(request, workspace, host_run_in)
     scratch = tempfile.mkdtemp(prefix="agent-bash-")
-    env = _scratch_env(box, workspace, scratch)
+    env = _scratch_env(box, workspace, scratch, git_settings)
 
     cgroup: Cgroup | None = None
     try:

@@ -29,13 +29,16 @@ from typing import Sequence
 
 from activities.txn import journal
 from activities.txn import overlay
-from activities.txn.changeset import read_only_refusal, summary
+from activities.settings import current as current_settings
+from activities.txn.changeset import read_only_refusal, size_refusal, summary
 from activities.txn.preview import Preview, apply_preview, make_preview
 from activities.txn.rollback import RollbackReport, rollback_turn
 from activities.txn.apply import ApplyReport
 from activities.workspace.paths import WorkspaceError
 
 log = logging.getLogger(__name__)
+
+# One command's changeset: what journaling, previewing and applying it may cost (0: no bound).
 
 __all__ = ["TxnStart", "TxnResult", "start", "finish", "resume", "approve_preview", "rollback", "RollbackReport"]
 
@@ -56,7 +59,7 @@ class TxnStart:
 @dataclass
 class TxnResult:
     capture: str  # metadata "capture": applied | no-changes | discarded | conflict | refused |
-    #               read-only-violation | previewed | stale | unavailable | failed
+    #               read-only-violation | too-large | previewed | stale | unavailable | failed
     text: str = ""
     is_error: bool = False
     metadata: dict[str, str] = field(default_factory=dict)
@@ -132,6 +135,11 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
         cap.discard()
         return TxnResult("read-only-violation", f"[{refusal}]", True, _meta("read-only-violation"),
                          changed=scan.changeset.paths())
+    settings = current_settings()
+    too_large = size_refusal(scan.changeset, settings.changeset_bytes, settings.changeset_files)
+    if too_large is not None:
+        cap.discard()
+        return TxnResult("too-large", f"[{too_large}]", True, _meta("too-large"))
     if preview:
         p = make_preview(cap, scan, result=result)
         status = "conflict" if p.conflicts else "previewed"

@@ -245,6 +245,24 @@ def file_diff(path: str, old: bytes | None, new: bytes | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def size_refusal(changeset: Changeset, max_bytes: int, max_entries: int) -> str | None:
+    """The text refusing a changeset bigger than the bounds (0: no bound), or None."""
+    total = sum(c.new.size for c in changeset.changes if c.new is not None and c.new.kind == FILE)
+    entries = len(changeset.changes)
+    over = []
+    if max_bytes and total > max_bytes:
+        over.append(f"{total:,} bytes of new content (at most {max_bytes:,})")
+    if max_entries and entries > max_entries:
+        over.append(f"{entries:,} changed paths (at most {max_entries:,})")
+    if not over:
+        return None
+    return (
+        "The command's changes are too large to apply: " + " and ".join(over) + "; nothing was applied to "
+        "the workspace. Make the change in smaller steps, or write large generated output outside the "
+        "changes you want kept (the operator can raise AGENT_TOOLS_CHANGESET_MB / AGENT_TOOLS_CHANGESET_FILES)."
+    )
+
+
 def read_only_refusal(verdict: str, changeset: Changeset, limit: int = 20) -> str | None:
     """A command judged ``allow`` (read-only) must leave no changes: if it
     did, the text saying so (and what it tried to change); else None."""

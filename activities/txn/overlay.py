@@ -57,6 +57,7 @@ from activities.txn.store import (
 from activities.settings import current as current_settings
 from activities.workspace.paths import ARTIFACTS_DIR
 from core.config import TXN_ENV
+from activities.workspace.root import control_character, shown
 
 
 _LAUNCHER = r"""
@@ -296,6 +297,10 @@ def scan(cap: Capture) -> Scan:
             entries = sorted(it, key=lambda e: e.name)
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            bad = control_character(entry.name)
+            if bad is not None:  # the file tools refuse such names: an approver could misread them
+                skipped.append((shown(rel), f"name holds a control character (U+{ord(bad):04X}): never applied"))
+                continue
             if under_artifacts(rel):
                 skipped.append((rel, f"under {ARTIFACTS_DIR}: never applied"))
                 continue

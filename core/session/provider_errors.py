@@ -24,6 +24,7 @@ MODEL_NOT_FOUND = "ModelNotFound"
 CONTEXT_TOO_LONG = "ModelContextTooLong"
 BAD_REQUEST = "ModelBadRequest"
 TRANSCRIPT_PROBLEM = "TranscriptUnavailable"
+URL_NOT_ALLOWED = "ModelUrlNotAllowed"
 WRONG_WORKSPACE = "WrongWorkspace"
 
 RETRYABLE = (RATE_LIMITED, SERVER_ERROR, CONNECTION_ERROR)
@@ -36,7 +37,62 @@ NON_RETRYABLE = (
     BAD_REQUEST,
     TRANSCRIPT_PROBLEM,
     WRONG_WORKSPACE,
+    URL_NOT_ALLOWED,
 )
+
+# The worker option listing further base URLs its keys may be sent to.
+from core.config import ALLOWED_MODEL_URLS_ENV as ALLOWED_URLS_VARIABLE  # noqa: E402
+# Where each SDK sends requests when no base URL is configured.
+DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+REDACTED = "[redacted]"
+# Strings shaped like API keys or credentials, whoever's they are: OpenAI and
+# Anthropic keys (sk-..., sk-ant-..., sk-proj-...), bearer tokens, api-key
+# header or field values echoed back by a server.
+_KEY_LIKE = re.compile(
+    r"\bsk-[A-Za-z0-9_\-]{6,}"
+    r"|(?i:\bbearer\s+)[A-Za-z0-9._~+/\-]{8,}=*"
+    r"|(?i:(?:x-api-key|api[_-]?key|authorization)[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9._~+/\-]{8,}"
+)
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` without the given secret values (the worker's key) and without
+    anything shaped like a key: what may reach a history, a log or a person."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return _KEY_LIKE.sub(lambda m: _keep_label(m.group(0)), text)
+
+
+def _keep_label(found: str) -> str:
+    """A key-like match redacted, keeping an `api_key=` / `Bearer ` label so the message still reads."""
+    m = re.match(r"(?i)((?:x-api-key|api[_-]?key|authorization)[\"']?\s*[:=]\s*[\"']?|bearer\s+)", found)
+    return (m.group(1) if m else "") + REDACTED
+
+
+def normal_url(url: str) -> str:
+    """A base URL compared as the same endpoint whatever its case of scheme and host, or a trailing slash."""
+    text = url.strip()
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return text.rstrip("/")
+    host, slash, path = rest.partition("/")
+    return f"{scheme.lower()}://{host.lower()}{slash}{path}".rstrip("/")
+
+
+def url_refusal(provider: str, asked: str, configured: str | None, allowed: str) -> str | None:
+    """Why a session's base URL may not receive this worker's key, or None.
+    The key goes to the URL the worker is configured with (its
+    OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's own API) and to
+    the URLs the worker's AGENT_TOOLS_ALLOWED_MODEL_URLS lists."""
+    ok = {normal_url(configured or DEFAULT_URLS[provider])}
+    ok |= {normal_url(u) for u in re.split(r"[\s,]+", allowed) if u.strip()}
+    if normal_url(asked) in ok:
+        return None
+    return (
+        f"the session names the base URL {asked!r}, but this worker sends its {key_variable(provider)} only to "
+        f"{configured or DEFAULT_URLS[provider]!r} ({url_variable(provider)}) and the URLs in {ALLOWED_URLS_VARIABLE}"
+    )
 
 _CONTEXT = re.compile(
     r"context[_ ]length|context window|maximum context|prompt is too long|too many tokens|"
@@ -101,4 +157,7 @@ def what_to_do(error_type: str, provider: str, model: str) -> str:
         "session on the worker that holds its workspace; the damaged session cannot continue.",
         WRONG_WORKSPACE: "The worker on the workspace's task queue serves another folder: start the session with "
         "the task queue of the worker that holds the workspace.",
+        URL_NOT_ALLOWED: f"The worker does not send its key to the base URL this session names: start the session "
+        f"without --base-url (the worker's {url_variable(provider)} is used), or have the worker's operator add the "
+        f"URL to {ALLOWED_URLS_VARIABLE} and restart the worker.",
     }.get(error_type, "The model call failed; see the message.")

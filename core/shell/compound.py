@@ -23,7 +23,7 @@ from __future__ import annotations
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 from core.shell.facts import WorkspaceFacts, workspace_key
 from core.shell.lexer import RESERVED
-from core.shell.paths import HARMLESS_DEVICES, where
+from core.shell.paths import HARMLESS_DEVICES, in_git_folder, where
 from core.shell.programs import family, judge
 from core.shell.tokens import Op, Redir, Token, Word
 from core.shell.verdict import H_GLOB, RANK, J, Verdict, rej
@@ -147,7 +147,10 @@ def _redirects(redirs: list[Redir], cwd: str | None, facts: WorkspaceFacts | Non
             continue
         floor = "ask"
         exists = facts is None or key in facts.existing
-        if r.op == ">" and exists:
+        if in_git_folder(key, facts):  # hooks and config there run programs: asks in every mode
+            lost = True
+            notes.append(f"writes into .git (`{target}`), where hooks and config run programs")
+        elif r.op == ">" and exists:
             lost = True
             notes.append(f"overwrites `{target}`" + ("" if facts else " (if it exists)"))
         else:
@@ -353,4 +356,10 @@ CASES: list[tuple[str, str, str | None]] = [
     ("echo \"a\u200bb\"", "reject", "U+200B"),
     ("echo 'r\u00adm'", "reject", "U+00AD"),
     ("echo \\\u00e9", "reject", None),
+    # redirections into .git (hooks, config) ask in every mode
+    ("echo '[core]' >> .git/config", "ask+destructive", "into .git"),
+    ("cat <<'EOF' >> .git/config\n[core]\n\tfsmonitor = x\nEOF", "ask+destructive", "into .git"),
+    ("echo 'touch x' >> .git/hooks/pre-commit", "ask+destructive", "into .git"),
+    ("cd .git && echo x > config", "ask+destructive", "into .git"),
+    ("echo x >> notes.txt", "ask", None),
 ]

@@ -41,6 +41,12 @@ class WorkspaceFacts:
     existing: frozenset[str] = frozenset()  # keys that exist
     # toolchain family (or "*") -> the configuration file that selects it
     toolchains: Mapping[str, str] = field(default_factory=dict)
+    # `key = value` of every repository git setting that names a program
+    # (core.shell.git_config); any git command then asks
+    git_programs: tuple[str, ...] = ()
+    # workspace_key(glob word) -> the realpath of a match outside the workspace
+    # (a symlink inside that leads out); globs with no such match are absent
+    glob_outside: Mapping[str, str] = field(default_factory=dict)
 
     def toolchain_file(self, program: str) -> str | None:
         if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):

@@ -34,7 +34,7 @@ _PATTERN_FIRST = {
     "grep": (("regexp", "file"), "ef", "ABCDdm"),
     "egrep": (("regexp", "file"), "ef", "ABCDdm"),
     "fgrep": (("regexp", "file"), "ef", "ABCDdm"),
-    "rg": (("regexp", "file"), "ef", "ABCgtTjmMrEd"),
+    "rg": (("regexp", "file", "files", "type-list"), "ef", "ABCgtTjmMrEd"),  # --files: no pattern
     "sed": (("expression", "file"), "ef", "l"),
     "gsed": (("expression", "file"), "ef", "l"),
     "awk": (("source", "file", "exec", "include"), "efEi", "Fv"),
@@ -46,6 +46,19 @@ _FIND_NOT_PATHS = frozenset(
 )
 # Writers whose only written path is the destination (the last positional).
 _DEST_ONLY = frozenset("cp ln install".split())
+
+
+def in_git_folder(key: str, facts: WorkspaceFacts | None = None) -> bool:
+    """Whether the workspace key lies in (or is) a ``.git`` folder, by name
+    or, with facts, by where it really leads (``g -> .git``). Compared
+    case-insensitively (a case-insensitive file system takes ``.GIT``)."""
+    def named(path: str) -> bool:
+        return any(p.lower().rstrip(". ") == ".git" for p in path.split("/"))
+
+    if named(key):
+        return True
+    real = facts.realpaths.get(key) if facts is not None else None
+    return real is not None and facts is not None and facts.inside(real) and named(real[len(facts.root):])
 
 
 def _glob_base(word: str) -> str:

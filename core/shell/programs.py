@@ -9,7 +9,7 @@ import re
 from typing import Callable
 
 from core.shell.facts import TOOLCHAIN_PROGRAMS, WorkspaceFacts, workspace_key
-from core.shell.paths import path_words, where, where_key, written_paths
+from core.shell.paths import in_git_folder, path_words, where, where_key, written_paths
 from core.shell.verdict import H_WRAPPER, J, ask, rej
 
 Handler = Callable[[str, list[str]], J]
@@ -97,6 +97,7 @@ def judge(
     paths = path_words(fam, args, globs[1:]) if args else []
     written = written_paths(fam, args, paths) if j.writes and paths else []
     outside = None
+    leads_to = ""  # where a glob's match outside the workspace leads
     keys = _keys(paths, cwd)
     for p, key in zip(paths, keys):
         w = where_key(key, facts)
@@ -113,12 +114,32 @@ def judge(
                     "only change files inside the workspace, with paths relative to its root",
                 ), []
             outside = outside or p
+        elif p in written and not j.destructive and in_git_folder(key, facts):
+            # hooks and config in .git run programs: such a write asks in every mode
+            j = J(j.verdict, f"{j.reason}; `{p}` is inside .git, where hooks and config run programs",
+                  j.hint, True, j.writes)
+    if facts is not None and facts.glob_outside:
+        for w, is_glob in zip(args, globs[1:]):
+            real = facts.glob_outside.get(workspace_key(w, cwd)) if is_glob else None
+            if real is None:
+                continue
+            if j.writes:
+                return base, rej(
+                    f"{j.reason}, but the pattern `{w}` matches a link to `{real}`, outside the workspace",
+                    "name the files inside the workspace one by one",
+                ), []
+            if outside is None:
+                outside, leads_to = w, real
     if j.verdict == "allow":
         toolchain = _toolchain(base.lower(), fam, facts)
-        if capped:
+        git_program = _git_program(argv, facts)
+        if git_program is not None:
+            j = ask(f"{j.reason}, but {git_program}")
+        elif capped:
             j = ask(f"{j.reason}; but `{word}` is not in a standard system folder")
         elif outside is not None:
-            j = ask(f"{j.reason}, but `{outside}` is outside the workspace")
+            via = f" (a match leads to `{leads_to}`)" if leads_to else ""
+            j = ask(f"{j.reason}, but `{outside}`{via} is outside the workspace")
         elif toolchain is not None:
             j = ask(f"{j.reason}, but {toolchain}")
     return base, j, keys
@@ -146,15 +167,61 @@ def _toolchain(lname: str, fam: str, facts: WorkspaceFacts | None) -> str | None
     return f"`{file}` in the workspace selects the toolchain, so `{lname}` may run a program it names"
 
 
+def _git_program(argv: tuple[str, ...], facts: WorkspaceFacts | None) -> str | None:
+    """Why a git command (also one that find -exec / xargs runs) may start a
+    program the repository's config names."""
+    if facts is None or not facts.git_programs:
+        return None
+    if not any(w == "git" or w.endswith("/git") for w in argv):
+        return None
+    named = facts.git_programs[0]
+    more = f" (and {len(facts.git_programs) - 1} more)" if len(facts.git_programs) > 1 else ""
+    return f"the repository's git config names a program (`{named}`{more}), which git may run"
+
+
+def _program_starts(rest: list[str]) -> list[int]:
+    """Where the runner's program may start in ``rest``: after its options,
+    each of which may or may not take the next word as its value (``uv run
+    --with x CMD``, ``conda run -n base CMD``) - every reading, first the one
+    where options take no value."""
+    starts: list[int] = []
+    pending = [0]
+    seen: set[int] = set()
+    while pending:
+        i = pending.pop(0)
+        while i < len(rest) and i not in seen:
+            seen.add(i)
+            a = rest[i]
+            if a == "--":
+                i += 1
+                break
+            if a == "-" or not a.startswith("-"):
+                break
+            if "=" not in a and i + 1 < len(rest) and rest[i + 1] != "--":
+                pending.append(i + 2)  # the next word is this option's value
+            i += 1
+        if i < len(rest) and i not in starts:
+            starts.append(i)
+    return starts
+
+
 def judge_inner(outer: str, rest: list[str]) -> J:
-    inner = [a for a in rest]
-    while inner and inner[0].startswith("-"):
-        inner.pop(0)
-    if not inner:
+    """A runner (``uv run``, ``conda run`` ...) is as strict as the strictest
+    command it may be running: without each runner's option table, every
+    reading of its options is judged (fail closed)."""
+    starts = _program_starts(rest)
+    if not starts:
         return ask(f"`{outer}` runs a program")
-    _, j, _ = judge(tuple(inner))
-    if j[0] == "reject":
-        return rej(f"`{outer}` runs `{inner[0]}`, which is not allowed: {j[1]}", j[2] or H_WRAPPER)
+    worst: tuple[list[str], J] | None = None
+    for start in starts:
+        inner = rest[start:]
+        _, j, _ = judge(tuple(inner))
+        if j.verdict == "reject":
+            return rej(f"`{outer}` runs `{inner[0]}`, which is not allowed: {j.reason}", j.hint or H_WRAPPER)
+        if worst is None or j.destructive > worst[1].destructive:
+            worst = (inner, j)
+    assert worst is not None
+    inner, j = worst
     return J("ask", f"`{outer}` runs `{inner[0]}` in a project environment: {j.reason}", None, j.destructive)
 
 

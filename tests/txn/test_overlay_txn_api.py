@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
+from core.config import CHANGESET_FILES_ENV, CHANGESET_MB_ENV
 from activities.txn import overlay
 from activities.txn import api as txn
 from tests.txn.support.helpers import DEFAULT_PATH, needs_overlay, sandboxed, tree
@@ -96,3 +97,31 @@ def test_artifacts_folder_replaced_by_a_symlink_means_no_capture_and_says_why(wo
     started = txn.start(str(workspace), TURN, "c7")
     assert started.mode == "direct" and "symlink" in started.reason
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_names_with_control_characters_are_never_applied(workspace):
+    """The file tools refuse such names; a captured command cannot bring them in either."""
+    started = txn.start(str(workspace), TURN, "c-ctl")
+    completed, result = run(started, "touch \"$(printf 'evil\\033[2Jname')\" \"$(printf 'two\\nlines')\" "
+                                     "&& mkdir \"$(printf 'd\\rx')\" && touch \"$(printf 'd\\rx')/in\" && echo ok > ok.txt")
+    done = txn.finish(started, verdict="ask", completed=completed, result=result)
+    assert done.capture == "applied", done.text
+    assert tree(workspace) == {"ok.txt": "ok\n"}
+    assert done.text.count("control character") == 3 and "\x1b" not in done.text and "\r" not in done.text
+
+
+def test_a_changeset_over_the_bound_is_refused_with_a_clear_error(workspace, monkeypatch):
+    monkeypatch.setenv(CHANGESET_MB_ENV, "1")
+    started = txn.start(str(workspace), TURN, "c-big")
+    completed, result = run(started, "head -c 3000000 /dev/zero > big.bin && echo small > s.txt")
+    done = txn.finish(started, verdict="ask", completed=completed, result=result)
+    assert done.capture == "too-large" and done.is_error, done.text
+    assert "3,000,006 bytes of new content (at most 1,048,576)" in done.text and "nothing was applied" in done.text
+    assert tree(workspace) == {}
+    monkeypatch.setenv(CHANGESET_FILES_ENV, "5")
+    monkeypatch.delenv(CHANGESET_MB_ENV)
+    started = txn.start(str(workspace), TURN, "c-many")
+    completed, result = run(started, "for i in 1 2 3 4 5 6 7; do echo $i > f$i; done")
+    done = txn.finish(started, verdict="ask", completed=completed, result=result)
+    assert done.capture == "too-large" and "7 changed paths (at most 5)" in done.text, done.text
+    assert tree(workspace) == {}

@@ -199,6 +199,16 @@ HANDLERS.update({
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
+    # runner options that take a value do not hide the program they run
+    ("uv run --with x rm -rf /", "reject", "outside the workspace"),
+    ("uv run --with=x rm -rf /", "reject", "outside the workspace"),
+    ("uv run -p 3.12 --with x sh -c id", "reject", "inline code"),
+    ("conda run -n base rm -rf /", "reject", "outside the workspace"),
+    ("hatch run -e default rm -rf /", "reject", "outside the workspace"),
+    ("pipx run --spec x rm -rf /", "reject", "outside the workspace"),
+    ("poetry run --directory sub rm -rf build", "ask+destructive", None),
+    ("uv run --with pytest pytest -q", "ask", "project environment"),
+    ("uv run -- rm -rf /", "reject", "outside the workspace"),
     ("pytest -q", "ask", "test suite"),
     ("make -j4 test", "ask", "build recipes"),
     ("make -E 'x: ; id'", "reject", "inline make code"),

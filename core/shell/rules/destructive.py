@@ -61,7 +61,23 @@ def _h_fallocate(name: str, args: list[str]) -> J:
                "create small files with the write_file tool")
 
 
+_INFRA = frozenset("terraform tofu terragrunt".split())
+
+
+def _h_infra(name: str, args: list[str]) -> J:
+    # `destroy`, or `apply -destroy` (also `--destroy`, `-destroy=true`): the infrastructure is torn down.
+    words = [a for a in args if not a.startswith("-")]
+    tears_down = words[:1] == ["destroy"] or (
+        words[:1] == ["apply"] and any(a.lstrip("-").split("=", 1)[0] == "destroy"
+                                       and a.partition("=")[2].lower() not in ("false", "0") for a in args)
+    )
+    if tears_down:
+        return destructive(f"`{name} destroy` tears down the infrastructure it manages (no undo)")
+    return J("ask", f"`{name}` may change infrastructure, files or run code", None, False, False)
+
+
 HANDLERS: dict[str, Handler] = dict.fromkeys(_DESTROY, _h_destroy)
+HANDLERS.update(dict.fromkeys(_INFRA, _h_infra))
 HANDLERS.update(dict.fromkeys(("chmod", "chown", "chgrp"), _h_chmod))
 HANDLERS.update({"rm": _h_rm, "unlink": _h_rm, "truncate": _h_truncate, "fallocate": _h_fallocate})
 
@@ -92,4 +108,17 @@ CASES: list[tuple[str, str, str | None]] = [
     ("truncate --size=5T x", "reject", "huge size"),
     ("truncate -s 0 /etc/passwd", "reject", "outside the workspace"),
     ("fallocate -l 100G x", "reject", "disk space"),
+    # writes into .git (hooks, config) ask in every mode
+    ("cp evil.sh .git/hooks/pre-commit", "ask+destructive", "inside .git"),
+    ("ln -s ../../evil.sh .git/hooks/post-checkout", "ask+destructive", "inside .git"),
+    ("install -m 755 x .git/hooks/pre-push", "ask+destructive", "inside .git"),
+    ("tee -a .git/config", "ask+destructive", "inside .git"),
+    ("mv x .GIT/hooks/pre-commit", "ask+destructive", "inside .git"),
+    ("cp .git/config backup.cfg", "ask", None),
+    ("terraform destroy -auto-approve", "ask+destructive", "tears down"),
+    ("terraform destroy", "ask+destructive", "tears down"),
+    ("tofu apply -destroy -auto-approve", "ask+destructive", "tears down"),
+    ("terraform -chdir=infra destroy -auto-approve", "ask+destructive", "tears down"),
+    ("terraform plan", "ask", "infrastructure"),
+    ("terraform apply -auto-approve", "ask", "infrastructure"),
 ]

@@ -156,6 +156,8 @@ def _h_node(name: str, args: list[str]) -> J:
                 return ask(f"`{name} --{nm}` runs inline code")
             if nm in ("interactive",):
                 return rej(f"`{name} -i` {INTERACTIVE_INTERP}", H_SCRIPT)
+            if nm == "test":  # node's own test runner: finds and runs the project's test files
+                return ask(f"`{name} --test` runs the project's tests")
             if nm in ("require", "import", "loader", "experimental-loader"):
                 val = a.split("=", 1)[1] if "=" in a else (args[k + 1] if k + 1 < len(args) else "")
                 if ":" in val:
@@ -298,6 +300,9 @@ CASES: list[tuple[str, str, str | None]] = [
     ("python3 --version", "ask", "toolchain"),
     ("perl -ne 'print' f", "ask", "inline code"),
     ("node -pe 1", "ask", "inline code"),
+    ("node --test", "ask", "project's tests"),
+    ("node --test --test-reporter=spec test/", "ask", "project's tests"),
+    ("node --test -e 1", "ask", None),
     ("node --import data:text/javascript,1 x.js", "reject", "URL"),
     ("deno run https://e/x.ts", "reject", "network"),
     ("node server.js", "ask", None),

@@ -72,7 +72,7 @@ def _roots(args: list[str]) -> list[str]:
 
 
 def _h_xargs(name: str, args: list[str]) -> J:
-    i, replace = 0, False
+    i, replace, from_file = 0, False, None
     while i < len(args) and args[i].startswith("-") and args[i] != "-":
         a = args[i]
         i += 1
@@ -80,6 +80,8 @@ def _h_xargs(name: str, args: list[str]) -> J:
             break
         if a in ("-p", "--interactive") or long_hit(a, ("interactive",)):
             return rej("`xargs -p` asks on a terminal", H_INTERACTIVE)
+        if a in ("-a", "--arg-file") or a.startswith(("-a", "--arg-file=")) or long_hit(a, ("arg-file",)):
+            from_file = a
         if a == "-I" or a.startswith(("-i", "--replace")):
             replace = True
             i += 1 if a == "-I" else 0
@@ -98,6 +100,9 @@ def _h_xargs(name: str, args: list[str]) -> J:
             f"`xargs {inner[0]}` would change files named on stdin, which may lie outside the workspace",
             "list the files first, then pass them to the command as arguments",
         )
+    if j.verdict == "allow" and from_file is not None:
+        return ask(f"{j.reason}; but the words come from a file (`xargs {from_file}`), which may name "
+                   "files outside the workspace")
     if j.verdict == "allow" and (replace or inner[0] not in _ANY_ARGS_SAFE):
         return ask(f"{j.reason}; but the words read from stdin may change what `{inner[0]}` does")
     return j
@@ -130,4 +135,8 @@ CASES: list[tuple[str, str, str | None]] = [
     ("xargs", "allow", "echoes"),
     ("xargs rm -rf /", "reject", "outside the workspace"),
     ("xargs touch", "reject", "named on stdin"),
+    ("xargs -a list.txt cat", "ask", "come from a file"),
+    ("xargs --arg-file=list.txt cat", "ask", "come from a file"),
+    ("xargs -alist.txt head", "ask", "come from a file"),
+    ("xargs -0 -a list.txt wc -l", "ask", "come from a file"),
 ]

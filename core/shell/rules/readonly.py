@@ -319,6 +319,10 @@ HANDLERS.update({
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
     ("ls -la src", "allow", "read-only"),
+    ("rg --files /etc", "ask", "outside the workspace"),
+    ("rg --files src /etc", "ask", "outside the workspace"),
+    ("rg --files src", "allow", None),
+    ("rg --type-list", "allow", None),
     ("cat -n src/main.py", "allow", None),
     ("grep -rn --include='*.py' 'def main' .", "allow", None),
     ("rg --pre sh foo", "reject", "runs another program"),
