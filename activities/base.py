@@ -19,7 +19,7 @@ from temporalio import activity
 from activities.txn.applied import record_result, recorded_result
 from activities.workspace.paths import WorkspaceError, save_artifact
 from core.tools.arguments import describe_validation_error
-from core.contracts import ToolRequest, ToolResult
+from core.contracts import ToolRequest, ToolResult, id_problem
 from core.tools.specs import BASH, TOOLS, ToolArgs
 
 # No result may come near Temporal's 2 MiB payload limit; tens of kB is what a
@@ -55,7 +55,11 @@ async def _heartbeat_forever() -> None:
 
 
 def _check_root(request: ToolRequest, allowed_root: str | None) -> ToolResult | None:
-    """A worker serves the workspace it was started for and nothing else."""
+    """A worker serves the workspace it was started for and nothing else; the
+    ids that key its state folders are bounded (a model may emit any id)."""
+    problem = id_problem(request.call_id, "tool call id") or id_problem(request.turn_id, "turn id")
+    if problem:
+        return ToolResult.error(request.call_id, request.tool, problem, metadata={"failure": "bad_id"})
     if allowed_root is None:
         return None
     allowed = os.path.realpath(allowed_root)

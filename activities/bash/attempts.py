@@ -4,7 +4,8 @@ call may run its command, and how the capture's outcome joins the result.
 The workflow retries a bash call after a lost worker (patch
 ``bash-retry-with-capture``); it cannot know whether the worker that ran the
 first attempt had capture. This module decides, per attempt, from what the
-first attempt left on disk under ``.agent-artifacts/txn/<turn>/<call>/``:
+first attempt left in its transaction folder (``<state>/txn/<turn>/<call>/``,
+the worker's state folder):
 
 - a journal (``txn.start`` -> resume/done/previewed): finish it, never run again;
 - a ``launched`` marker saying ``direct`` (the command ran without capture,
@@ -27,7 +28,7 @@ import os
 from dataclasses import dataclass
 
 from activities.txn.store import call_dir, read_json, write_json_durably
-from activities.workspace.paths import ARTIFACTS_DIR, WorkspaceError
+from activities.workspace.paths import WorkspaceError
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +67,9 @@ def prior_attempt(root: str, turn_id: str, call_id: str) -> Prior:
     try:
         marker = read_json(os.path.join(folder, LAUNCHED))
     except FileNotFoundError:
-        base = os.path.join(root, ARTIFACTS_DIR)
-        if os.path.lexists(base) and not os.path.isdir(base):
-            return Prior(False, reason=f"{ARTIFACTS_DIR} is not a folder, so its start could not be recorded")
         return Prior(True)  # never launched: nothing can have happened
     except NotADirectoryError:
-        return Prior(False, reason=f"{ARTIFACTS_DIR} is not a folder, so its start could not be recorded")
+        return Prior(False, reason="its transaction folder is not a folder, so its start could not be recorded")
     except (OSError, ValueError) as exc:
         return Prior(False, reason=f"its start marker is unreadable: {exc}")
     mode = str(marker.get("mode", ""))

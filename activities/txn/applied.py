@@ -10,21 +10,21 @@ file tool records its result here, durably, before it returns (and so before
 the next unsafe call can start); a repeat of the same (turn, call) returns the
 recorded result instead of acting again.
 
-One JSON line per call, in ``<workspace>/.agent-artifacts/applied/<turn>.jsonl``
-(the turn id hashed into the name). A crash between the effect and the
+One JSON line per call, in ``<state>/applied/<turn key>.jsonl`` in the
+worker's state folder (activities.txn.state; the turn id hashed into the name). A crash between the effect and the
 journal line leaves a file no later call has touched yet, which the tools'
 own idempotence check (the file already holds the intended content) covers.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 from pathlib import Path
 
-from activities.workspace.paths import ARTIFACTS_DIR, WorkspaceError, workspace_root
+from activities.txn.state import id_key, state_folder
+from activities.workspace.paths import WorkspaceError, workspace_root
 from core.contracts import ToolRequest, ToolResult
 
 JOURNAL_DIR = "applied"
@@ -33,8 +33,7 @@ log = logging.getLogger(__name__)
 
 
 def journal_path(root: str, turn_id: str) -> Path:
-    name = hashlib.sha256(turn_id.encode("utf-8", "backslashreplace")).hexdigest()[:32]
-    return workspace_root(root) / ARTIFACTS_DIR / JOURNAL_DIR / f"{name}.jsonl"
+    return Path(state_folder(str(workspace_root(root)), JOURNAL_DIR)) / f"{id_key(turn_id)}.jsonl"
 
 
 def recorded_result(request: ToolRequest) -> ToolResult | None:

@@ -27,14 +27,13 @@ import stat
 import time
 from dataclasses import dataclass, field
 
-from activities.txn.changeset import FILE, Changeset, Node, node_json
+from activities.txn.changeset import FILE, BadRecord, Changeset, Node, checked_node, checked_rel, node_json
 from activities.txn.overlay import Capture, Scan
 from activities.txn.apply import ApplyReport, apply_changes
-from activities.workspace.paths import ARTIFACTS_DIR
+from activities.workspace.paths import WorkspaceError
 from activities.txn.store import (
     APPLIED,
     MANIFEST,
-    TXN_DIR,
     ThroughSymlink,
     WorkspaceReader,
     call_dir,
@@ -43,6 +42,7 @@ from activities.txn.store import (
     read_json,
     sha256_file,
     split,
+    txn_base,
     sync_filesystem,
     touch_durably,
     under_artifacts,
@@ -104,22 +104,36 @@ class Journal:
 
 
 def load_dir(path: str) -> Journal | None:
+    """The journal in a call folder, validated like any input (paths relative
+    and plain, known node kinds, permission bits only); None when absent.
+    A record that does not validate raises WorkspaceError and is never acted on."""
     try:
         raw = read_json(os.path.join(path, MANIFEST))
     except FileNotFoundError:
         return None
-
-    def node(d):
-        return Node(**d) if d else None
-
-    return Journal(
-        dir=path, turn_id=raw["turn_id"], call_id=raw["call_id"], kind=raw["kind"], state=raw["state"],
-        created_ns=raw["created_ns"], started_ns=raw["started_ns"],
-        changeset=Changeset.from_json(raw["changeset"]),
-        preimages={p: PreImage(**{**d, "node": node(d["node"])}) for p, d in raw["preimages"].items()},
-        posts={p: node(d) for p, d in raw.get("posts", {}).items()},
-        result=raw.get("result", {}),
-    )
+    except ValueError as exc:
+        raise WorkspaceError(f"the transaction record in {path} is unreadable ({exc}); it is not used") from None
+    try:
+        if not isinstance(raw, dict) or raw.get("version") != 1:
+            raise BadRecord("not a version 1 journal")
+        preimages = {}
+        for p, d in raw["preimages"].items():
+            checked_rel(p)
+            if d.get("file"):
+                checked_rel(d["file"], "pre-image file")
+            preimages[p] = PreImage(checked_node(d["node"]), str(d.get("file", "")), bool(d.get("kept", True)),
+                                    str(d.get("note", "")))
+        posts = {checked_rel(p): checked_node(d) for p, d in raw.get("posts", {}).items()}
+        if raw["kind"] not in (KIND_BASH, KIND_FILES) or raw["state"] not in (PREVIEWED, JOURNALED):
+            raise BadRecord(f"kind {raw['kind']!r} / state {raw['state']!r}")
+        return Journal(
+            dir=path, turn_id=str(raw["turn_id"]), call_id=str(raw["call_id"]), kind=raw["kind"], state=raw["state"],
+            created_ns=int(raw["created_ns"]), started_ns=int(raw["started_ns"]),
+            changeset=Changeset.from_json(raw["changeset"]), preimages=preimages, posts=posts,
+            result=raw.get("result", {}) if isinstance(raw.get("result", {}), dict) else {},
+        )
+    except (BadRecord, KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise WorkspaceError(f"the transaction record in {path} is not valid ({exc}); it is not used") from None
 
 
 def load(root: str, turn_id: str, call_id: str) -> Journal | None:
@@ -246,7 +260,9 @@ def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = Non
     try:
         if j.applied:
             return ApplyReport("applied", already=[c.path for c in changes], notices=j.notices())
-        report = apply_changes(os.path.realpath(root), j.dir, changes, tag=os.path.basename(j.dir))
+        # Copied, never hard-linked: a link would let a later in-place write in
+        # the workspace change the journal's copy (and the store is the worker's).
+        report = apply_changes(os.path.realpath(root), j.dir, changes, tag=os.path.basename(j.dir)[:16])
         if report.ok:
             touch_durably(os.path.join(j.dir, APPLIED))
             report.notices += j.notices()
@@ -333,7 +349,7 @@ def prunable(root: str) -> list[str]:
     (deleting them gives up rolling back their turn) and leftovers of
     captures that never reached a journal. Journaled and previewed calls are
     never listed: a retry or an approval still needs them."""
-    base = os.path.join(os.path.realpath(root), ARTIFACTS_DIR, TXN_DIR)
+    base = txn_base(os.path.realpath(root))
     found: list[tuple[int, str]] = []
     for turn in sorted(os.listdir(base)) if os.path.isdir(base) else []:
         for call in sorted(os.listdir(os.path.join(base, turn))):

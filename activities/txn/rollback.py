@@ -1,6 +1,7 @@
 """Turn rollback: put back every file a turn changed, from the pre-images.
 
-Everything comes from disk (``.agent-artifacts/txn/<turn>/*/manifest.json``),
+Everything comes from disk (``<state>/txn/<turn>/*/manifest.json`` in the
+worker's state folder, each record validated and each pre-image re-hashed),
 so it works after restarts and from any process. For each path the turn
 touched: the target is the pre-image recorded by the turn's *first* call that
 touched it (the state before the turn), and the expected current state is
@@ -107,7 +108,7 @@ def rollback_turn(root: str, turn_id: str) -> RollbackReport:
             changes.append(Change(path, expected, pre.node, content=content))
     finally:
         reader.close()
-    applied = apply_changes(root, folder, changes, tag="rollback", link=False, partial=True)
+    applied = apply_changes(root, folder, changes, tag="rollback", partial=True)
     report.restored = applied.applied
     report.already = applied.already
     report.conflicts = applied.conflicts + applied.refused

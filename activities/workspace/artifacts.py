@@ -14,7 +14,8 @@ the cap (its own size is bounded by its writer). Only regular files directly
 in the folder whose names end in ``.txt`` are artifacts; ``.gitignore``,
 subfolders (another component's journal, say) and symlinks are left alone.
 
-Transactional bash's call folders (``txn/<turn>/<call>/``) follow
+Transactional bash's call folders (``<state>/txn/<turn>/<call>/`` in the
+worker's state folder, activities.txn.state) follow
 the age rule only, and only those ``journal.prunable`` lists (applied calls,
 whose turn then can no longer be rolled back, and leftovers of captures that
 never reached a journal): a journaled or previewed call is never deleted, a
@@ -145,7 +146,7 @@ def _prune_txn(root: str | os.PathLike[str], older_than: float) -> list[str]:
             if os.lstat(folder).st_mtime >= older_than:
                 continue
             remove_tree(folder)
-            removed.append(os.path.relpath(folder, os.path.join(root, ARTIFACTS_FOLDER)))
+            removed.append("txn/" + os.path.relpath(folder, os.path.dirname(os.path.dirname(folder))))
             try:
                 os.rmdir(os.path.dirname(folder))  # the turn's folder, once empty
             except OSError:
