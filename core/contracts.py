@@ -102,6 +102,10 @@ class ToolRequest(BaseModel):
     # which an unsafe tool journals that it has applied its effect, so a retry
     # after a crash can tell it already happened.
     turn_id: str = ""
+    # bash after an approved preview: the sha256 of the changeset the preview
+    # showed (as its result recorded it in the history); only that changeset
+    # is applied.
+    txn_digest: str = ""
 
 
 class Workspace(BaseModel):

@@ -141,18 +141,19 @@ def discard_nochange_preview(root: str, turn_id: str, call_id: str) -> None:
         pass
 
 
-def load_preview(root: str, turn_id: str, call_id: str) -> tuple[dict, str]:
-    """(the command's result, the preview text) of a kept preview."""
+def load_preview(root: str, turn_id: str, call_id: str) -> tuple[dict, str, str]:
+    """(the command's result, the preview text, the changeset digest) of a kept preview."""
     from activities.txn.changeset import summary
     from activities.txn.journal import load
     from activities.txn.preview import DIFF_FILE, Preview
 
     j = load(root, turn_id, call_id)
     if j is None:
-        return {}, ""
+        return {}, "", ""
     try:
         with open(os.path.join(j.dir, DIFF_FILE), encoding="utf-8") as fh:
             diff = fh.read()
     except OSError:
         diff = ""
-    return j.result, Preview(turn_id, call_id, summary(j.changeset), diff, len(j.changeset.changes)).text()
+    text = Preview(turn_id, call_id, summary(j.changeset), diff, len(j.changeset.changes)).text()
+    return j.result, text, j.changeset.digest()

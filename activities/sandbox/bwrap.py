@@ -20,6 +20,8 @@ from typing import Sequence
 
 from activities.sandbox.settings import BWRAP_ENV, SANDBOX_ENV, sandbox_mode
 from activities.sandbox.environment import DEFAULT_PATH, SANDBOX_HOME
+from activities.txn.state import state_base
+from activities.workspace.root import WorkspaceError
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +142,10 @@ def _secrets_under(folders: Sequence[str], workspace: str) -> list[str]:
     for folder in folders:
         candidates += [os.path.join(folder, n) for n in _SECRET_NAMES]
     candidates += [p for p in os.environ.get(HIDE_ENV, "").split(":") if p.startswith("/")]
+    try:  # the worker's own state (journals, transcripts): never shown, even inside a program's folder
+        candidates.append(state_base())
+    except WorkspaceError:
+        pass
     ws = os.path.realpath(workspace)
     found = []
     for path in candidates:

@@ -50,6 +50,11 @@ from activities.txn.store import (
 )
 
 NONE, PREVIEWED, JOURNALED, STATE_APPLIED = "none", "previewed", "journaled", "applied"
+INVALID = "invalid"  # a record is there but does not validate: never run again, never applied
+
+
+class BadJournal(WorkspaceError):
+    """A call's record does not hold what the worker writes."""
 KIND_BASH, KIND_FILES = "bash", "files"
 PREIMAGE_FILE_ENV = "AGENT_TOOLS_TXN_PREIMAGE_MB"
 PREIMAGE_CALL_ENV = "AGENT_TOOLS_TXN_PREIMAGE_CALL_MB"
@@ -112,7 +117,7 @@ def load_dir(path: str) -> Journal | None:
     except FileNotFoundError:
         return None
     except ValueError as exc:
-        raise WorkspaceError(f"the transaction record in {path} is unreadable ({exc}); it is not used") from None
+        raise BadJournal(f"the transaction record in {path} is unreadable ({exc}); it is not used") from None
     try:
         if not isinstance(raw, dict) or raw.get("version") != 1:
             raise BadRecord("not a version 1 journal")
@@ -133,7 +138,7 @@ def load_dir(path: str) -> Journal | None:
             result=raw.get("result", {}) if isinstance(raw.get("result", {}), dict) else {},
         )
     except (BadRecord, KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise WorkspaceError(f"the transaction record in {path} is not valid ({exc}); it is not used") from None
+        raise BadJournal(f"the transaction record in {path} is not valid ({exc}); it is not used") from None
 
 
 def load(root: str, turn_id: str, call_id: str) -> Journal | None:
@@ -141,7 +146,10 @@ def load(root: str, turn_id: str, call_id: str) -> Journal | None:
 
 
 def journal_state(root: str, turn_id: str, call_id: str) -> str:
-    j = load(root, turn_id, call_id)
+    try:
+        j = load(root, turn_id, call_id)
+    except BadJournal:
+        return INVALID
     if j is None:
         return NONE
     return STATE_APPLIED if j.applied else j.state

@@ -22,6 +22,7 @@ from activities.txn.changeset import FILE, Change, Node, same
 from activities.txn.journal import KIND_FILES, PREVIEWED, PreImage, load_dir
 from activities.txn.apply import apply_changes
 from activities.txn.store import WorkspaceReader, turn_dir
+from activities.workspace.paths import WorkspaceError
 
 
 @dataclass
@@ -61,14 +62,20 @@ class _Touch:
     post_known: bool
 
 
-def _touches(folder: str) -> dict[str, list[_Touch]]:
+def _touches(folder: str, bad: list[str]) -> dict[str, list[_Touch]]:
+    """What each path went through in the turn; records that do not validate
+    are left out and named in ``bad``."""
     by_path: dict[str, list[_Touch]] = {}
     try:
         names = sorted(os.listdir(folder))
     except FileNotFoundError:
         return by_path
     for name in names:
-        j = load_dir(os.path.join(folder, name))
+        try:
+            j = load_dir(os.path.join(folder, name))
+        except WorkspaceError as exc:
+            bad.append(f"(a call's record): {exc}")
+            continue
         if j is None or j.state == PREVIEWED:
             continue  # a preview never reached the workspace
         if j.kind == KIND_FILES:
@@ -88,9 +95,10 @@ def rollback_turn(root: str, turn_id: str) -> RollbackReport:
     folder = turn_dir(root, turn_id)
     report = RollbackReport(turn_id)
     changes: list[Change] = []
+    bad: list[str] = []
     reader = WorkspaceReader(root)
     try:
-        for path, touches in sorted(_touches(folder).items()):
+        for path, touches in sorted(_touches(folder, bad).items()):
             first, last = touches[0], touches[-1]
             pre = first.pre
             if pre is None:
@@ -111,6 +119,6 @@ def rollback_turn(root: str, turn_id: str) -> RollbackReport:
     applied = apply_changes(root, folder, changes, tag="rollback", partial=True)
     report.restored = applied.applied
     report.already = applied.already
-    report.conflicts = applied.conflicts + applied.refused
+    report.conflicts = applied.conflicts + applied.refused + bad
     report.unchecked = [p for p in report.unchecked if p in applied.applied]
     return report
