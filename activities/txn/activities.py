@@ -26,6 +26,7 @@ from core.contracts import ToolRequest
 from core.txn_contracts import RollbackRequest, RollbackResult
 
 ROLLBACK_ACTIVITY = "rollback_turn"
+ROLLBACK_HEARTBEAT_EVERY_S = 1.0  # well inside the workflow's heartbeat timeout
 DISCARD_PREVIEW_ACTIVITY = "bash_discard_preview"
 
 
@@ -55,8 +56,16 @@ def build_txn_activities(workspace_root_: str | None = None) -> list[Callable[..
     async def rollback_turn(request: RollbackRequest) -> RollbackResult:
         from temporalio.exceptions import ApplicationError
 
+        # Heartbeats while the restore runs in its thread: with the workflow's
+        # heartbeat timeout a lost worker is noticed in seconds, and the retry
+        # (idempotent: what is back counts as done) finishes the rollback.
+        work = asyncio.ensure_future(asyncio.to_thread(rollback, request, workspace_root_))
         try:
-            return await asyncio.to_thread(rollback, request, workspace_root_)
+            while True:
+                done, _ = await asyncio.wait({work}, timeout=ROLLBACK_HEARTBEAT_EVERY_S)
+                if done:
+                    return work.result()
+                activity.heartbeat()
         except RollbackRefused as exc:
             raise ApplicationError(str(exc), type="RollbackRefused", non_retryable=True) from None
 
