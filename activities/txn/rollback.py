@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from activities.txn.changeset import FILE, Change, Node, same
 from activities.txn.journal import KIND_FILES, PREVIEWED, PreImage, load_dir
 from activities.txn.apply import apply_changes
-from activities.txn.store import WorkspaceReader, turn_dir
+from activities.txn import turn_log
+from activities.txn.store import WorkspaceReader, call_folders, turn_dir
 from activities.workspace.paths import WorkspaceError
 
 
@@ -56,8 +57,8 @@ class RollbackReport:
 @dataclass
 class _Touch:
     order: tuple[int, int]
-    call: str  # the call's folder name under the turn folder
     pre: PreImage | None
+    content: str | bytes  # the pre-image's content: turn-folder-relative file, or the bytes themselves
     post: Node | None
     post_known: bool
 
@@ -66,11 +67,7 @@ def _touches(folder: str, bad: list[str]) -> dict[str, list[_Touch]]:
     """What each path went through in the turn; records that do not validate
     are left out and named in ``bad``."""
     by_path: dict[str, list[_Touch]] = {}
-    try:
-        names = sorted(os.listdir(folder))
-    except FileNotFoundError:
-        return by_path
-    for name in names:
+    for name in call_folders(folder):
         try:
             j = load_dir(os.path.join(folder, name))
         except WorkspaceError as exc:
@@ -83,10 +80,31 @@ def _touches(folder: str, bad: list[str]) -> dict[str, list[_Touch]]:
         else:
             items = [(c.path, j.preimages.get(c.path), c.new, True) for c in j.changeset.changes]
         for i, (path, pre, post, known) in enumerate(items):
-            by_path.setdefault(path, []).append(_Touch((j.created_ns, i), name, pre, post, known))
+            content = f"{name}/{pre.file}" if pre is not None and pre.file else ""
+            by_path.setdefault(path, []).append(_Touch((j.created_ns, i), pre, content, post, known))
+    if os.path.exists(os.path.join(folder, turn_log.LOG)):  # write_file and edit_file
+        idx = turn_log.index(folder)
+        with idx.lock:
+            bad.extend(idx.bad)
+            for call, pres in idx.pres.items():
+                posts = idx.posts.get(call, {})
+                for i, (path, p) in enumerate(pres.items()):
+                    pre = PreImage(p.node, p.file, p.kept, p.note)
+                    content: str | bytes = p.data if p.data is not None else p.file
+                    by_path.setdefault(path, []).append(
+                        _Touch((p.time_ns, i), pre, content, posts.get(path), path in posts))
     for touches in by_path.values():
         touches.sort(key=lambda t: t.order)
     return by_path
+
+
+def _materialize(folder: str, n: int, data: bytes) -> str:
+    """Write a pre-image kept inline to a file the apply can copy (and verify)."""
+    os.makedirs(os.path.join(folder, "rollback-pre"), 0o700, exist_ok=True)
+    rel = f"rollback-pre/{n}"
+    with open(os.path.join(folder, rel), "wb") as fh:
+        fh.write(data)
+    return rel
 
 
 def rollback_turn(root: str, turn_id: str) -> RollbackReport:
@@ -112,7 +130,9 @@ def rollback_turn(root: str, turn_id: str) -> RollbackReport:
                 report.unchecked.append(path)
             elif same(expected, pre.node):
                 continue  # the turn left it as it found it
-            content = f"{first.call}/{pre.file}" if pre.file else ""
+            content = first.content
+            if isinstance(content, bytes):  # a small pre-image kept inside its record
+                content = _materialize(folder, len(changes), content)
             changes.append(Change(path, expected, pre.node, content=content))
     finally:
         reader.close()

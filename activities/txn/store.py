@@ -104,6 +104,16 @@ def call_dir(root: str, turn_id: str, call_id: str, create: bool = False) -> str
     return path
 
 
+def call_folders(turn_folder: str) -> list[str]:
+    """The names of a turn folder's call folders (id keys; not its log or pre/), sorted."""
+    try:
+        names = os.listdir(turn_folder)
+    except FileNotFoundError:
+        return []
+    return sorted(n for n in names if len(n) == 40 and all(c in "0123456789abcdef" for c in n)
+                  and os.path.isdir(os.path.join(turn_folder, n)))
+
+
 LOCK = "lock"
 
 

@@ -18,7 +18,7 @@ from activities.txn import api as txn
 from activities.txn import journal
 from activities.txn.changeset import FILE, Change, Changeset, Node
 from activities.txn.rollback import rollback_turn
-from activities.txn.store import call_dir
+from activities.txn.store import call_dir, turn_dir
 from core.contracts import ToolRequest, TurnInput, Workspace
 from core.tools.specs import EditFileArgs, WriteFileArgs
 from tests.txn.txn_helpers import DEFAULT_PATH, needs_overlay, sandboxed
@@ -79,12 +79,13 @@ def test_rollback_never_copies_in_a_pre_image_named_outside_its_folder(workspace
 
 
 def test_rollback_restores_no_pre_image_whose_content_changed(workspace: Path) -> None:
-    (workspace / "a.txt").write_text("before\n")
+    big = b"before\n" * 20_000  # kept as a copy beside the turn's log, not inside it
+    (workspace / "a.txt").write_bytes(big)
     journal.record_preimage(str(workspace), TURN, "c", "a.txt")
     (workspace / "a.txt").write_text("after\n")
     journal.record_postimage(str(workspace), TURN, "c", "a.txt")
-    j = journal.load(str(workspace), TURN, "c")
-    Path(j.dir, j.preimages["a.txt"].file).write_text("tampered\n")  # the kept copy, rewritten
+    [kept] = Path(turn_dir(str(workspace), TURN), "pre").iterdir()
+    kept.write_bytes(b"tampered\n")  # the kept copy, rewritten
     report = rollback_turn(str(workspace), TURN)
     assert (workspace / "a.txt").read_text() == "after\n"
     assert report.restored == [] and any("sha256" in c for c in report.conflicts), report
@@ -273,3 +274,68 @@ def test_over_long_ids_get_a_clear_error(workspace: Path) -> None:
     refused = _check_root(req, None)
     assert refused is not None and refused.is_error and "at most 256" in refused.output
     TurnInput(turn_id="t" * 256, workspace=ws, tool_calls=[])  # the limit itself is fine
+
+
+# --- the turn's log: one sync per write, validated, rebuilt by a new process ------------
+
+
+def _write_in_turn(ws: Path, path: str, content: str, call: str = "w"):
+    from activities.files.write import read_file, write_file
+    from core.tools.specs import ReadFileArgs
+
+    snapshot = None
+    if (ws / path).exists():
+        seen = read_file(ToolRequest(call_id="r", tool="read_file", workspace_root=str(ws),
+                                     arguments={"path": path}), ReadFileArgs(path=path))
+        snapshot = seen.snapshot
+    req = ToolRequest(call_id=call, tool="write_file", workspace_root=str(ws), snapshot=snapshot,
+                      arguments={"path": path, "content": content}, turn_id=TURN)
+    return write_file(req, WriteFileArgs(path=path, content=content))
+
+
+def test_a_write_syncs_its_pre_image_then_the_file_and_its_folder_only(workspace: Path, monkeypatch) -> None:
+    (workspace / "a.txt").write_text("old\n")
+    assert not _write_in_turn(workspace, "warm.txt", "x", call="warm").is_error  # the turn's folder exists
+    syncs: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda fd, _real=real, _name=name: (syncs.append(_name), _real(fd))[1])
+    assert not _write_in_turn(workspace, "a.txt", "new\n", call="w1").is_error
+    assert not _write_in_turn(workspace, "b.txt", "created\n", call="w2").is_error
+    assert len(syncs) == 6, syncs  # per write: the log (its pre-image), the file, its folder
+    report = rollback_turn(str(workspace), TURN)
+    assert (workspace / "a.txt").read_text() == "old\n" and not (workspace / "b.txt").exists(), report.text()
+
+
+def test_a_forged_inline_pre_image_is_not_restored(workspace: Path) -> None:
+    import base64
+    import json
+
+    from activities.txn import turn_log
+
+    (workspace / "a.txt").write_text("mine\n")
+    folder = turn_dir(str(workspace), TURN, create=True)
+    record = {"k": "pre", "c": "c", "p": "a.txt", "n": {"kind": "file", "mode": 0o644, "size": 5,
+              "sha256": _sha(b"real\n"), "target": ""}, "d": base64.b64encode(b"forged-content").decode(), "t": 1}
+    post = {"k": "post", "c": "c", "p": "a.txt", "n": {"kind": "file", "mode": 0o644, "size": 5,
+            "sha256": _sha(b"mine\n"), "target": ""}}
+    Path(folder, turn_log.LOG).write_text(json.dumps(record) + "\n" + json.dumps(post) + "\n{\"k\": \"pre\", \"c")
+    turn_log.forget(folder)
+    report = rollback_turn(str(workspace), TURN)
+    assert (workspace / "a.txt").read_text() == "mine\n" and report.restored == []
+    assert any("sha256" in c for c in report.conflicts), report
+
+
+def test_results_are_found_again_by_a_new_process(workspace: Path) -> None:
+    from activities.txn import turn_log
+    from activities.txn.applied import record_result, recorded_result
+    from core.contracts import ToolResult
+
+    req = ToolRequest(call_id="w", tool="write_file", workspace_root=str(workspace), arguments={}, turn_id=TURN)
+    assert recorded_result(req) is None
+    record_result(req, ToolResult.ok("w", "write_file", "wrote it"))
+    turn_log.forget(turn_dir(str(workspace), TURN))  # as after a restart: rebuilt from the log
+    again = recorded_result(req)
+    assert again is not None and again.output == "wrote it" and again.metadata["replayed_from_journal"] == "true"
+    other = req.model_copy(update={"call_id": "w" * 96 + "x"})
+    assert recorded_result(other) is None
