@@ -18,7 +18,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from activities.txn.state import state_root
-from activities.workspace.paths import WorkspaceError, workspace_root
+from activities.workspace.paths import ARTIFACTS_DIR, WorkspaceError, workspace_root
 from core.session.contracts import TranscriptEntry
 from core.session.transcript import TranscriptCorrupted, decode_node, encode_node, is_digest, session_folder_name
 
@@ -110,6 +110,16 @@ class TranscriptStore:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
+            fd = -1
+        if fd < 0:
+            # Kept in the workspace by an older release: safe to read, as every
+            # node is checked against its digest (which the history holds).
+            legacy = self.root / ARTIFACTS_DIR / TRANSCRIPTS_DIR / self._folder.name / digest[:2] / f"{digest}.json"
+            try:
+                fd = os.open(legacy, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                fd = -1
+        if fd < 0:
             raise TranscriptMissing(
                 f"transcript node {digest[:16]}… of session {self.session_id} is missing from {self._folder}; "
                 "the session must run on the worker that holds its workspace (and its state folder)"

@@ -339,3 +339,26 @@ def test_results_are_found_again_by_a_new_process(workspace: Path) -> None:
     assert again is not None and again.output == "wrote it" and again.metadata["replayed_from_journal"] == "true"
     other = req.model_copy(update={"call_id": "w" * 96 + "x"})
     assert recorded_result(other) is None
+
+
+def test_transcripts_kept_in_the_workspace_by_an_older_release_are_read_and_verified(
+    workspace: Path, monkeypatch
+) -> None:
+    import shutil
+
+    from activities.model import transcript_store
+    from core.session.contracts import TranscriptEntry
+    from core.session.transcript import TranscriptCorrupted
+
+    store = transcript_store.TranscriptStore(str(workspace), "sess-1")
+    head = store.append(None, [TranscriptEntry(kind="user", text="hello")])
+    legacy = workspace / ".agent-artifacts" / "transcripts" / store.folder.name
+    legacy.parent.mkdir(parents=True)
+    shutil.move(str(store.folder), legacy)  # where an older release kept it
+    monkeypatch.setattr(transcript_store, "_cache", transcript_store._NodeCache(1 << 20))
+    assert [e.text for e in store.read(head)] == ["hello"]
+    monkeypatch.setattr(transcript_store, "_cache", transcript_store._NodeCache(1 << 20))
+    [node] = legacy.rglob("*.json")
+    node.write_text(node.read_text().replace("hello", "forged"))
+    with pytest.raises(TranscriptCorrupted):
+        store.read(head)
