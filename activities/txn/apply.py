@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 from activities.txn.changeset import DIR, FILE, SYMLINK, Change, apply_order, dir_modes_last, same, symlink_escapes
 from activities.txn.store import (
-    ContentMismatch,
     ThroughSymlink,
     WorkspaceReader,
     copy_verified,
