@@ -362,3 +362,20 @@ def test_transcripts_kept_in_the_workspace_by_an_older_release_are_read_and_veri
     node.write_text(node.read_text().replace("hello", "forged"))
     with pytest.raises(TranscriptCorrupted):
         store.read(head)
+
+
+def test_retention_removes_a_turns_file_log_once_older_than_the_cut(workspace: Path) -> None:
+    import time
+
+    from activities.workspace.artifacts import prune_artifacts
+
+    assert not _write_in_turn(workspace, "a.txt", "x\n").is_error
+    old = Path(turn_dir(str(workspace), TURN))
+    fresh_turn = TURN + "-fresh"
+    journal.record_preimage(str(workspace), fresh_turn, "c", "b.txt")
+    week_ago = time.time() - 8 * 24 * 3600
+    os.utime(old / "files.jsonl", (week_ago, week_ago))
+    (workspace / ".agent-artifacts").mkdir()
+    pruned = prune_artifacts(str(workspace))
+    assert f"txn/{old.name}" in pruned.removed and not old.exists()
+    assert Path(turn_dir(str(workspace), fresh_turn), "files.jsonl").exists()
