@@ -141,7 +141,7 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
         text = "[Not applied: files changed in the workspace while the command ran:\n" + "\n".join(
             f"  {c}" for c in out.conflicts) + "]"
         return TxnResult("conflict", text, True, _meta("conflict"))
-    report = journal.apply_journal(started.root, started.turn_id, started.call_id, out.journal)
+    report = journal.apply_journal(started.root, started.turn_id, started.call_id, out.journal, fresh=True)
     done = _from_report(report, result, f"Changes applied to the workspace:\n{summary(scan.changeset)}")
     done.text += skipped
     return done

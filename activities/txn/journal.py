@@ -263,9 +263,11 @@ def _keep(reader: WorkspaceReader, rel: str, dst: str, link: bool = True) -> boo
         os.close(pfd)
 
 
-def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = None) -> ApplyReport:
+def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = None,
+                  fresh: bool = False) -> ApplyReport:
     """Apply (or finish applying) a journaled changeset; idempotent. ``j``:
-    the journal just written (saves reading it back)."""
+    the journal (saves reading it back); ``fresh``: this attempt just wrote
+    it (its contents were hashed by the scan: not re-read before applying)."""
     j = j or load(root, turn_id, call_id)
     if j is None:
         return ApplyReport("refused", refused=[f"no journal for call {call_id!r} of turn {turn_id!r}"])
@@ -278,7 +280,8 @@ def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = Non
             return ApplyReport("applied", already=[c.path for c in changes], notices=j.notices())
         # Copied, never hard-linked: a link would let a later in-place write in
         # the workspace change the journal's copy (and the store is the worker's).
-        report = apply_changes(os.path.realpath(root), j.dir, changes, tag=os.path.basename(j.dir)[:16])
+        report = apply_changes(os.path.realpath(root), j.dir, changes, tag=os.path.basename(j.dir)[:16],
+                               verify=not fresh)
         if report.ok:
             touch_durably(os.path.join(j.dir, APPLIED))
             report.notices += j.notices()
