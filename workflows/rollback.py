@@ -13,11 +13,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
+    from core.names import ROLLBACK_ACTIVITY, ROLLBACK_HEARTBEAT_PATCH, ROLLBACK_WORKFLOW
     from core.txn_contracts import RollbackRequest, RollbackResult
 
-ROLLBACK_WORKFLOW = "TurnRollbackWorkflow"
-ROLLBACK_ACTIVITY = "rollback_turn"  # = activities.txn.activities.ROLLBACK_ACTIVITY
-ROLLBACK_HEARTBEAT_PATCH = "rollback-heartbeat"
 ROLLBACK_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 
 

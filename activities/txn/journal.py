@@ -32,8 +32,10 @@ from activities.txn import turn_log
 from activities.txn.changeset import FILE, SPECIAL_BITS, BadRecord, Changeset, Node, checked_node, checked_rel, node_json
 from activities.txn.overlay import Capture, Scan
 from activities.txn.apply import ApplyReport, apply_changes
+from activities.settings import current as current_settings
 from activities.txn.state import id_key
 from activities.workspace.paths import WorkspaceError
+from core.config import PREIMAGE_CALL_ENV, PREIMAGE_FILE_ENV
 from activities.txn.store import (
     APPLIED,
     MANIFEST,
@@ -64,15 +66,6 @@ INVALID = "invalid"  # a record is there but does not validate: never run again,
 class BadJournal(WorkspaceError):
     """A call's record does not hold what the worker writes."""
 KIND_BASH, KIND_FILES = "bash", "files"
-PREIMAGE_FILE_ENV = "AGENT_TOOLS_TXN_PREIMAGE_MB"
-PREIMAGE_CALL_ENV = "AGENT_TOOLS_TXN_PREIMAGE_CALL_MB"
-
-
-def _cap(name: str, default_mb: int) -> int:
-    try:
-        return int(os.environ.get(name, default_mb)) << 20
-    except ValueError:
-        return default_mb << 20
 
 
 @dataclass
@@ -199,7 +192,8 @@ def take_preimages(root: str, j: Journal) -> list[str]:
     deletes (fills ``j.preimages``); conflicts when a file no longer matches."""
     pre_dir = os.path.join(j.dir, "pre")
     os.makedirs(pre_dir, exist_ok=True)
-    per_file, per_call = _cap(PREIMAGE_FILE_ENV, 64), _cap(PREIMAGE_CALL_ENV, 512)
+    settings = current_settings()
+    per_file, per_call = settings.txn_preimage_file_bytes, settings.txn_preimage_call_bytes
     total, conflicts = 0, []
     reader = WorkspaceReader(root)
     try:
@@ -350,7 +344,7 @@ def record_preimage(root: str, turn_id: str, call_id: str, rel_path: str, *, dur
     try:
         node, data, fd = _snapshot(dir_fd, name, want_data=True) if dir_fd >= 0 else (None, None, -1)
         pre = turn_log.Pre(node, data=data, time_ns=time.time_ns())
-        if node is not None and node.kind == FILE and node.size > _cap(PREIMAGE_FILE_ENV, 64):
+        if node is not None and node.kind == FILE and node.size > current_settings().txn_preimage_file_bytes:
             pre = turn_log.Pre(node, kept=False, time_ns=pre.time_ns, note=(
                 f"pre-image of {rel} not kept ({node.size} bytes over the per-file cap, {PREIMAGE_FILE_ENV}): it "
                 "cannot be rolled back"))

@@ -53,10 +53,11 @@ from activities.txn.store import (
     sha256_file,
     under_artifacts,
 )
+from activities.settings import current as current_settings
 from activities.txn.state import state_root
 from activities.workspace.paths import ARTIFACTS_DIR, WorkspaceError
+from core.config import TXN_ENV
 
-TXN_ENV = "AGENT_TOOLS_TXN"  # auto (default) | off
 
 _LAUNCHER = r"""
 ws=$1 view=$2 opts=$3 marker=$4 mnt=$5
@@ -183,7 +184,7 @@ def remove_tree(path: str) -> None:
 
 def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
     """Prepare an empty overlay for one call. Raises CaptureUnavailable."""
-    if os.environ.get(TXN_ENV, "auto").strip().lower() == "off":
+    if current_settings().txn == "off":
         raise CaptureUnavailable(f"disabled ({TXN_ENV}=off)")
     root = os.path.realpath(workspace)
     _check_path(root)

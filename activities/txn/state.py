@@ -26,9 +26,10 @@ import os
 import stat
 import threading
 
+from activities.settings import SettingError, current
 from activities.workspace.root import WorkspaceError
+from core.config import STATE_DIR_ENV
 
-STATE_DIR_ENV = "AGENT_TOOLS_STATE_DIR"
 MAX_ID_CHARS = 256  # = core.contracts.MAX_ID_CHARS
 
 _lock = threading.Lock()
@@ -37,11 +38,11 @@ _made: dict[tuple[str, str], str] = {}
 
 def state_base() -> str:
     """The folder holding every workspace's state (not created here)."""
-    raw = os.environ.get(STATE_DIR_ENV, "").strip()
+    try:
+        raw = current().state_dir
+    except SettingError as exc:
+        raise WorkspaceError(str(exc)) from None
     if raw:
-        if not os.path.isabs(raw):
-            raise WorkspaceError(f"{STATE_DIR_ENV}={raw!r} is not an absolute path; give the full path of a "
-                                 "folder outside every workspace")
         return os.path.realpath(raw)
     xdg = os.environ.get("XDG_STATE_HOME", "").strip()
     home = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".local", "state")

@@ -21,7 +21,7 @@ from activities.txn.rollback import rollback_turn
 from activities.txn.store import call_dir, turn_dir
 from core.contracts import ToolRequest, TurnInput, Workspace
 from core.tools.specs import EditFileArgs, WriteFileArgs
-from tests.txn.txn_helpers import DEFAULT_PATH, needs_overlay, sandboxed
+from tests.txn.support.helpers import DEFAULT_PATH, needs_overlay, sandboxed
 
 TURN = "turn-attack"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from temporalio.client import Client
 
 from runtime import txn_api
-from tests.txn.txn_helpers import needs_overlay, tree
-from tests.txn.txn_pipeline import bash_call, result, start, wait_for, worker
+from tests.txn.support.helpers import needs_overlay, tree
+from tests.txn.support.pipeline import bash_call, result, start, wait_for, worker
 from workflows.rollback import ROLLBACK_HEARTBEAT_TIMEOUT
 
 pytestmark = needs_overlay
@@ -42,7 +42,7 @@ async def test_rollback_killed_midway_finishes_on_the_next_worker(
     pause = tmp_path / "rollback-paused"
     w2 = worker(client, workspace, task_queue, tmp_path / "w2.log",
                 env={"TXN_ROLLBACK_PAUSE_FILE": str(pause), "TXN_ROLLBACK_PAUSE_AFTER": "20"})
-    w2.args[1:2] = ["-m", "tests.txn.txn_pause_worker"]
+    w2.args[1:2] = ["-m", "tests.txn.support.pause_worker"]
     w2.start()
     try:
         rolling = asyncio.ensure_future(txn_api.rollback(client, turn_id, workspace_root=str(workspace),
