@@ -21,7 +21,7 @@ from activities.workspace.artifacts import save_artifact
 from activities.workspace.paths import WorkspaceError
 from activities.workspace.root import serves
 from core.tools.arguments import describe_validation_error
-from core.contracts import ToolRequest, ToolResult
+from core.contracts import ToolRequest, ToolResult, id_problem
 from core.tools.specs import BASH, TOOLS, ToolArgs
 
 # No result may come near Temporal's 2 MiB payload limit; tens of kB is what a
@@ -57,7 +57,11 @@ async def _heartbeat_forever() -> None:
 
 
 def _check_root(request: ToolRequest, allowed_root: str | None) -> ToolResult | None:
-    """A worker serves the workspace it was started for and nothing else."""
+    """A worker serves the workspace it was started for and nothing else; the
+    ids that key its state folders are bounded (a model may emit any id)."""
+    problem = id_problem(request.call_id, "tool call id") or id_problem(request.turn_id, "turn id")
+    if problem:
+        return ToolResult.error(request.call_id, request.tool, problem, metadata={"failure": "bad_id"})
     if allowed_root is None:
         return None
     if serves(allowed_root, request.workspace_root):

@@ -34,7 +34,7 @@ installs. One extra per-call row runs the workflow code without the SDK
 sandbox (``worker.py --unsandboxed-workflows``). The client and the worker
 share this process (and its GIL), as in the tests.
 
-    .venv/bin/python -m bench.bench_turns [--quick]
+    .venv/bin/python -m bench.bench_turns [--quick] [--overhead]
 """
 
 from __future__ import annotations
@@ -492,7 +492,7 @@ def _error_row(name: str, exc: BaseException) -> dict[str, Any]:
     }
 
 
-async def _run(quick: bool) -> list[dict[str, Any]]:
+async def _run(quick: bool, only_overhead: bool = False) -> list[dict[str, Any]]:
     sizes = QUICK if quick else FULL
     loop = asyncio.get_running_loop()
     # As worker.py: file tools run in threads; cpu+4 would cap parallel reads.
@@ -536,10 +536,12 @@ async def _run(quick: bool) -> list[dict[str, Any]]:
         tuned = _Server(root, tuned=True)
         try:
             async with tuned as client:
-                for execution in ("remote", "local"):
+                for execution in () if only_overhead else ("remote", "local"):
                     await section(f"parallel stage ({execution})", parallel(client, execution))
                 for execution in ("local", "remote"):
                     await section(f"per-call overhead ({execution}, tuned)", overhead(client, execution, "tuned"))
+                if only_overhead:
+                    return rows
                 await section(
                     "per-call overhead (local, tuned, unsandboxed)",
                     overhead(client, "local", "tuned", sandboxed=False),
@@ -568,13 +570,14 @@ async def _run(quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
-    return asyncio.run(_run(quick))
+def run(quick: bool = False, only_overhead: bool = False) -> list[dict[str, Any]]:
+    return asyncio.run(_run(quick, only_overhead))
 
 
 def main() -> None:
     started = time.perf_counter()
-    rows = run(quick="--quick" in sys.argv[1:])
+    # --overhead: only the per-call rows (write_file turns beside the bare no-op floor)
+    rows = run(quick="--quick" in sys.argv[1:], only_overhead="--overhead" in sys.argv[1:])
     for row in rows:
         print(row["benchmark"])
         print(f"    measured {row['measured']} | baseline {row['baseline']} | ratio {row['ratio']}")

@@ -34,6 +34,7 @@ MCP_TOKEN_ENV = "AGENT_TOOLS_MCP_TOKEN"
 CHANGESET_MB_ENV = "AGENT_TOOLS_CHANGESET_MB"
 CHANGESET_FILES_ENV = "AGENT_TOOLS_CHANGESET_FILES"
 ALLOWED_MODEL_URLS_ENV = "AGENT_TOOLS_ALLOWED_MODEL_URLS"
+STATE_DIR_ENV = "AGENT_TOOLS_STATE_DIR"
 
 SandboxMode = Literal["auto", "required", "off"]
 SANDBOX_MODES: tuple[str, ...] = ("auto", "required", "off")
@@ -78,6 +79,14 @@ def _path(name: str, raw: str) -> str:
     return raw.strip()
 
 
+def _absolute_path(name: str, raw: str) -> str:
+    path = raw.strip()
+    if not path.startswith("/"):
+        raise SettingError(f"{name}={raw!r} is not an absolute path; give the full path of a folder outside "
+                           "every workspace")
+    return path
+
+
 @dataclass(frozen=True)
 class ToolSettings:
     sandbox: SandboxMode = "auto"  # bash's OS sandbox: auto uses it where it works
@@ -99,6 +108,7 @@ class ToolSettings:
     changeset_bytes: int = 2 << 30  # what one captured command may change, in bytes (0 = no bound)
     changeset_files: int = 200_000  # and in paths
     allowed_model_urls: str = ""  # base URLs a session may name besides the worker's own (comma or space separated)
+    state_dir: str = ""  # the worker's state folder ("": ~/.local/state/agent-tools); outside every workspace
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "ToolSettings":
@@ -145,5 +155,6 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "changeset_bytes": (CHANGESET_MB_ENV, _mib),
     "changeset_files": (CHANGESET_FILES_ENV, whole),
     "allowed_model_urls": (ALLOWED_MODEL_URLS_ENV, _path),
+    "state_dir": (STATE_DIR_ENV, _absolute_path),
 }
 VARIABLES: tuple[str, ...] = tuple(name for name, _ in _VARIABLES.values())

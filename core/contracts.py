@@ -10,7 +10,26 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# Turn and call ids key the worker's state folders (hashed) and travel in every
+# request: bounded, so a runaway id is refused with a clear message up front.
+MAX_ID_CHARS = 256
+
+
+def id_problem(value: str, what: str) -> str | None:
+    """Why ``value`` is not usable as a turn or call id (None: it is)."""
+    if len(value) > MAX_ID_CHARS:
+        return (f"{what} is {len(value)} characters long; at most {MAX_ID_CHARS} are allowed: "
+                f"use a shorter {what}")
+    return None
+
+
+def check_id(value: str, what: str) -> str:
+    problem = id_problem(value, what)
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class ToolStatus(str, Enum):
@@ -83,6 +102,10 @@ class ToolRequest(BaseModel):
     # which an unsafe tool journals that it has applied its effect, so a retry
     # after a crash can tell it already happened.
     turn_id: str = ""
+    # bash after an approved preview: the sha256 of the changeset the preview
+    # showed (as its result recorded it in the history); only that changeset
+    # is applied.
+    txn_digest: str = ""
 
 
 class Workspace(BaseModel):
@@ -145,6 +168,18 @@ class TurnInput(BaseModel):
     # Streaming dispatch: the calls arrive by the signal `dispatch`
     # and the update `close_batch` (tool_calls starts empty); see workflows/turn_dispatch.py.
     open_batch: bool = False
+
+    @field_validator("turn_id")
+    @classmethod
+    def _turn_id_bounded(cls, value: str) -> str:
+        return check_id(value, "turn id")
+
+    @field_validator("tool_calls")
+    @classmethod
+    def _call_ids_bounded(cls, calls: list[ToolCall]) -> list[ToolCall]:
+        for call in calls:
+            check_id(call.id, "tool call id")
+        return calls
 
 
 class ApprovalDecision(BaseModel):

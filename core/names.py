@@ -57,5 +57,6 @@ PREVIEW_PATCH = "bash-preview"
 STREAMING_DISPATCH_PATCH = "streaming-dispatch"
 SHORT_DIGEST_PATCH = "short-digest"  # a signal may name the short digest the details show
 SEARCH_ATTRIBUTES_PATCH = "turn-search-attributes"  # AgentTurnStatus / AgentWorkspace upserts
+ROLLBACK_HEARTBEAT_PATCH = "rollback-heartbeat"  # rollback_turn gets a heartbeat timeout
 
 TOOL_ACTIVITIES = (READ_FILE, WRITE_FILE, EDIT_FILE, GREP, GLOB, BASH)

@@ -3,12 +3,19 @@ client sends and the report the worker holding the workspace answers. Pure."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from core.contracts import check_id
 
 
 class RollbackRequest(BaseModel):
     workspace_root: str
     turn_id: str
+
+    @field_validator("turn_id")
+    @classmethod
+    def _turn_id_bounded(cls, value: str) -> str:
+        return check_id(value, "turn id")
 
 
 class RollbackResult(BaseModel):

@@ -3,6 +3,9 @@ for the whole session, and fresh workspaces on disk."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
 from typing import AsyncIterator
@@ -15,6 +18,19 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.sandbox.binaries import find_binary
 from runtime.devserver import dynamic_config_args, search_attribute_args
+
+
+# The worker's trusted state (journals, pre-images, transcripts) lives outside
+# every workspace: one throwaway folder per test session, inherited by the
+# worker processes tests start.
+_STATE_DIR = os.environ.setdefault("AGENT_TOOLS_STATE_DIR", tempfile.mkdtemp(prefix="agent-state-"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _state_dir_removed_at_the_end():
+    yield
+    if os.path.basename(_STATE_DIR).startswith("agent-state-"):
+        shutil.rmtree(_STATE_DIR, ignore_errors=True)
 
 
 def _required_binary(name: str) -> str:

@@ -53,6 +53,7 @@ PINNED = {
     "STREAMING_DISPATCH_PATCH": "streaming-dispatch",
     "SHORT_DIGEST_PATCH": "short-digest",
     "SEARCH_ATTRIBUTES_PATCH": "turn-search-attributes",
+    "ROLLBACK_HEARTBEAT_PATCH": "rollback-heartbeat",
 }
 
 

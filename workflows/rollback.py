@@ -1,5 +1,9 @@
 """TurnRollbackWorkflow: run the ``rollback_turn`` activity on the worker that
-holds the workspace, so ``client.py rollback`` works from any machine."""
+holds the workspace, so ``client.py rollback`` works from any machine.
+
+Behind patch ``rollback-heartbeat`` the activity has a heartbeat timeout (it
+heartbeats every second), so a worker lost mid-rollback is noticed within
+seconds rather than at the 10-minute limit, and the retry finishes the job."""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import ROLLBACK_ACTIVITY, ROLLBACK_WORKFLOW
+    from core.names import ROLLBACK_ACTIVITY, ROLLBACK_HEARTBEAT_PATCH, ROLLBACK_WORKFLOW
     from core.txn_contracts import RollbackRequest, RollbackResult
 
+ROLLBACK_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 
 
 @workflow.defn(name=ROLLBACK_WORKFLOW)
@@ -23,7 +28,7 @@ class TurnRollbackWorkflow:
             request,
             result_type=RollbackResult,
             start_to_close_timeout=timedelta(minutes=10),
-            heartbeat_timeout=None,
+            heartbeat_timeout=ROLLBACK_HEARTBEAT_TIMEOUT if workflow.patched(ROLLBACK_HEARTBEAT_PATCH) else None,
             # Idempotent: a path already back in its pre-turn state counts as done.
             retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=["RollbackRefused"]),
         )

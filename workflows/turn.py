@@ -130,6 +130,7 @@ class AgentTurnWorkflow:
         self._status = TurnStatus.RUNNING
         self._decision: DecisionRecord | None = None
         self._results: dict[int, ToolResult] = {}
+        self._txn_digests: dict[str, str] = {}  # call id -> digest of the changeset its preview showed
         self._running: set[int] = set()
         self._snapshots: dict[str, Snapshot] = {s.path: s for s in turn.snapshots}
         self._snapshot_alias: dict[str, str] = {}
@@ -425,6 +426,7 @@ class AgentTurnWorkflow:
             arguments=self._arguments(call),
             snapshot=self._held_snapshot(call) if TOOLS[name].needs_snapshot else None,
             turn_id=self._turn.turn_id if self._recorded else "",
+            txn_digest=self._txn_digests.get(call.call_id, ""),
         )
         # bash is retried after a lost worker in turns with the patch.
         # workflow.patched is asked only for such tools, as when it was bash-only.

@@ -99,6 +99,8 @@ class TurnPreviews:
             pending.preview = f"(no preview: {err.cause or err})"
             return
         self.previewed.append(call)
+        # Approval applies only the changeset with this digest (the one shown).
+        self.turn._txn_digests[call.call_id] = result.metadata.get("txn_digest", "")
         capture = result.metadata.get("capture", "")
         head = f"Preview ({capture or 'not captured'}; exit code {result.metadata.get('exit_code', '?')}):"
         pending.preview = f"{head}\n{result.output}"

@@ -4,7 +4,8 @@ call may run its command, and how the capture's outcome joins the result.
 The workflow retries a bash call after a lost worker (patch
 ``bash-retry-with-capture``); it cannot know whether the worker that ran the
 first attempt had capture. This module decides, per attempt, from what the
-first attempt left on disk under ``.agent-artifacts/txn/<turn>/<call>/``:
+first attempt left in its transaction folder (``<state>/txn/<turn>/<call>/``,
+the worker's state folder):
 
 - a journal (``txn.start`` -> resume/done/previewed): finish it, never run again;
 - a ``launched`` marker saying ``direct`` (the command ran without capture,
@@ -27,7 +28,7 @@ import os
 from dataclasses import dataclass
 
 from activities.txn.store import call_dir, read_json, write_json_durably
-from activities.workspace.paths import ARTIFACTS_DIR, WorkspaceError
+from activities.workspace.paths import WorkspaceError
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +67,9 @@ def prior_attempt(root: str, turn_id: str, call_id: str) -> Prior:
     try:
         marker = read_json(os.path.join(folder, LAUNCHED))
     except FileNotFoundError:
-        base = os.path.join(root, ARTIFACTS_DIR)
-        if os.path.lexists(base) and not os.path.isdir(base):
-            return Prior(False, reason=f"{ARTIFACTS_DIR} is not a folder, so its start could not be recorded")
         return Prior(True)  # never launched: nothing can have happened
     except NotADirectoryError:
-        return Prior(False, reason=f"{ARTIFACTS_DIR} is not a folder, so its start could not be recorded")
+        return Prior(False, reason="its transaction folder is not a folder, so its start could not be recorded")
     except (OSError, ValueError) as exc:
         return Prior(False, reason=f"its start marker is unreadable: {exc}")
     mode = str(marker.get("mode", ""))
@@ -143,18 +141,19 @@ def discard_nochange_preview(root: str, turn_id: str, call_id: str) -> None:
         pass
 
 
-def load_preview(root: str, turn_id: str, call_id: str) -> tuple[dict, str]:
-    """(the command's result, the preview text) of a kept preview."""
+def load_preview(root: str, turn_id: str, call_id: str) -> tuple[dict, str, str]:
+    """(the command's result, the preview text, the changeset digest) of a kept preview."""
     from activities.txn.changeset import summary
     from activities.txn.journal import load
     from activities.txn.preview import DIFF_FILE, Preview
 
     j = load(root, turn_id, call_id)
     if j is None:
-        return {}, ""
+        return {}, "", ""
     try:
         with open(os.path.join(j.dir, DIFF_FILE), encoding="utf-8") as fh:
             diff = fh.read()
     except OSError:
         diff = ""
-    return j.result, Preview(turn_id, call_id, summary(j.changeset), diff, len(j.changeset.changes)).text()
+    text = Preview(turn_id, call_id, summary(j.changeset), diff, len(j.changeset.changes)).text()
+    return j.result, text, j.changeset.digest()

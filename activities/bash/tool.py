@@ -345,9 +345,9 @@ async def _previewed(request: ToolRequest, root: str, turn_id: str, meta: dict[s
     again; the bash call (approved) applies exactly it, or reports it stale."""
     if preview:
         shown = await asyncio.to_thread(bash_txn.load_preview, root, turn_id, request.call_id)
-        meta.update(capture="previewed")
+        meta.update(capture="previewed", txn_digest=shown[2])
         return _from_stored(request, shown[0], meta, shown[1], False)
-    done = await asyncio.to_thread(txn.approve_preview, root, turn_id, request.call_id)
+    done = await asyncio.to_thread(txn.approve_preview, root, turn_id, request.call_id, request.txn_digest)
     meta.update(done.metadata, txn_mode="previewed")
     if done.capture == "stale":
         await asyncio.to_thread(discard_preview, root, turn_id, request.call_id)

@@ -14,6 +14,7 @@ import secrets
 import stat
 from contextlib import suppress
 
+from activities.workspace.paths import ARTIFACTS_DIR
 from activities.workspace.root import Location, WorkspaceError, WorkspaceRoot, shown
 from activities.files.snapshots import same_stat
 from core.contracts import ToolRequest, ToolResult
@@ -159,6 +160,16 @@ def lookup(ws: WorkspaceRoot, path: str, *, create_parents: bool = False) -> tup
     except NotADirectoryError as exc:
         raise Refusal(f"{shown(path)}: a parent of this path is a file, not a folder ({exc.strerror}); "
                       "check the path") from None
+
+
+def refuse_artifacts(path: str) -> None:
+    """The workspace's artifacts folder holds the tools' own full outputs:
+    never a target of write_file or edit_file (checked on the path as given,
+    before any folder is made, and on the real path once resolved)."""
+    norm = os.path.normpath(path)
+    if norm.split("/", 1)[0] == ARTIFACTS_DIR:
+        raise Refusal(f"{shown(path)} is in {ARTIFACTS_DIR}/, the tools' own output folder: it cannot be written "
+                      "or edited. Write your file somewhere else in the workspace", kind="artifacts")
 
 
 def encode_text(text: str, what: str) -> bytes:

@@ -19,6 +19,7 @@ from activities.files.common import (
     display_line,
     encode_text,
     guarded,
+    refuse_artifacts,
     lookup,
     numbered,
     read_bytes,
@@ -284,6 +285,7 @@ def edit_file(request: ToolRequest, args: EditFileArgs) -> ToolResult:
         raise Refusal("old_string and new_string are identical: there is nothing to change")
     old = encode_text(args.old_string, "old_string")
     new = encode_text(args.new_string, "new_string")
+    refuse_artifacts(args.path)
     with WorkspaceRoot(request.workspace_root) as ws:
         refuse_git_through_link(ws, args.path, "edit_file")
         try:
@@ -292,6 +294,7 @@ def edit_file(request: ToolRequest, args: EditFileArgs) -> ToolResult:
             raise Refusal(f"file not found: {args.path}. edit_file changes existing files; create new ones "
                           "with write_file", kind="missing") from None
         with loc:
+            refuse_artifacts(loc.rel)  # reached through a symlink
             return _edit_located(request, args, ws, loc, st, old, new)
 
 

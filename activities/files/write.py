@@ -24,6 +24,7 @@ from activities.files.common import (
     count_lines,
     encode_text,
     guarded,
+    refuse_artifacts,
     lookup,
     refuse_git_through_link,
     read_bytes,
@@ -60,12 +61,14 @@ def _summary(data: bytes) -> str:
 def write_file(request: ToolRequest, args: WriteFileArgs) -> ToolResult:
     """Create a file or replace its whole content, atomically, under the snapshot rule."""
     data = encode_text(args.content, "content")
+    refuse_artifacts(args.path)
     with WorkspaceRoot(request.workspace_root) as ws:
         refuse_git_through_link(ws, args.path, "write_file")
     made = record_new_folders(request, args.path)  # rollback removes them too
     with WorkspaceRoot(request.workspace_root) as ws:
         loc, st = lookup(ws, args.path, create_parents=True)
         with loc:
+            refuse_artifacts(loc.rel)  # reached through a symlink
             result = _write_located(request, ws, loc, st, data)
     folders_made(request, made)
     return result

@@ -1,5 +1,7 @@
 """The transcript store on the workspace worker's disk: append-only,
-content-addressed nodes under ``<workspace>/.agent-artifacts/transcripts/``.
+content-addressed nodes under ``<state>/transcripts/`` in the worker's state
+folder (activities.txn.state: outside the workspace, out of every command's
+and file tool's reach).
 
 Nodes are immutable and named by their hash, so a process-wide cache of
 decoded nodes is always right, and reading a transcript of n entries costs
@@ -15,6 +17,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from activities.txn.state import state_root
 from activities.workspace.paths import ARTIFACTS_DIR, WorkspaceError, workspace_root
 from core.session.contracts import TranscriptEntry
 from core.session.transcript import TranscriptCorrupted, decode_node, encode_node, is_digest, session_folder_name
@@ -67,7 +70,7 @@ class TranscriptStore:
     def __init__(self, root: str, session_id: str) -> None:
         self.root = workspace_root(root)
         self.session_id = session_id
-        self._folder = self.root / ARTIFACTS_DIR / TRANSCRIPTS_DIR / session_folder_name(session_id)
+        self._folder = Path(state_root(str(self.root))) / TRANSCRIPTS_DIR / session_folder_name(session_id)
 
     @property
     def folder(self) -> Path:
@@ -77,11 +80,7 @@ class TranscriptStore:
         if not is_digest(digest):
             raise TranscriptCorrupted(f"{digest!r} is not a transcript reference")
         if create:
-            base = _safe_dir(self.root / ARTIFACTS_DIR)
-            ignore = base / ".gitignore"
-            if not ignore.exists() and not ignore.is_symlink():
-                ignore.write_text("*\n")
-            shard = _safe_dir(_safe_dir(_safe_dir(base / TRANSCRIPTS_DIR) / self._folder.name) / digest[:2])
+            shard = _safe_dir(_safe_dir(_safe_dir(self._folder.parent) / self._folder.name) / digest[:2])
         else:
             shard = self._folder / digest[:2]
         return shard / f"{digest}.json"
@@ -111,9 +110,19 @@ class TranscriptStore:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
+            fd = -1
+        if fd < 0:
+            # Kept in the workspace by an older release: safe to read, as every
+            # node is checked against its digest (which the history holds).
+            legacy = self.root / ARTIFACTS_DIR / TRANSCRIPTS_DIR / self._folder.name / digest[:2] / f"{digest}.json"
+            try:
+                fd = os.open(legacy, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                fd = -1
+        if fd < 0:
             raise TranscriptMissing(
                 f"transcript node {digest[:16]}… of session {self.session_id} is missing from {self._folder}; "
-                "the session must run on the worker that holds its workspace (and its artifacts folder)"
+                "the session must run on the worker that holds its workspace (and its state folder)"
             ) from None
         with os.fdopen(fd, "rb") as fh:
             data = fh.read()

@@ -23,6 +23,8 @@ from activities.sandbox.settings import SANDBOX_ENV, sandbox_mode
 from activities.settings import current
 from core.config import ToolSettings
 from activities.sandbox.environment import DEFAULT_PATH, SANDBOX_HOME
+from activities.txn.state import state_base
+from activities.workspace.root import WorkspaceError
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +137,10 @@ def _secrets_under(folders: Sequence[str], workspace: str) -> list[str]:
     for folder in folders:
         candidates += [os.path.join(folder, n) for n in _SECRET_NAMES]
     candidates += current().sandbox_hide
+    try:  # the worker's own state (journals, transcripts): never shown, even inside a program's folder
+        candidates.append(state_base())
+    except WorkspaceError:
+        pass
     ws = os.path.realpath(workspace)
     found = []
     for path in candidates:

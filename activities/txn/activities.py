@@ -27,6 +27,7 @@ from core.contracts import ToolRequest
 from core.names import BASH_PREVIEW_ACTIVITY, DISCARD_PREVIEW_ACTIVITY, ROLLBACK_ACTIVITY
 from core.txn_contracts import RollbackRequest, RollbackResult
 
+ROLLBACK_HEARTBEAT_EVERY_S = 1.0  # well inside the workflow's heartbeat timeout
 
 
 class RollbackRefused(Exception):
@@ -56,8 +57,16 @@ def build_txn_activities(workspace_root_: str | None = None) -> list[Callable[..
     async def rollback_turn(request: RollbackRequest) -> RollbackResult:
         from temporalio.exceptions import ApplicationError
 
+        # Heartbeats while the restore runs in its thread: with the workflow's
+        # heartbeat timeout a lost worker is noticed in seconds, and the retry
+        # (idempotent: what is back counts as done) finishes the rollback.
+        work = asyncio.ensure_future(asyncio.to_thread(rollback, request, workspace_root_))
         try:
-            return await asyncio.to_thread(rollback, request, workspace_root_)
+            while True:
+                done, _ = await asyncio.wait({work}, timeout=ROLLBACK_HEARTBEAT_EVERY_S)
+                if done:
+                    return work.result()
+                activity.heartbeat()
         except RollbackRefused as exc:
             raise ApplicationError(str(exc), type="RollbackRefused", non_retryable=True) from None
 

@@ -77,7 +77,7 @@ def start(root: str, turn_id: str, call_id: str) -> TxnStart:
         return TxnStart("direct", root, turn_id, call_id, reason=str(exc))
     if state == journal.STATE_APPLIED:
         return TxnStart("done", root, turn_id, call_id)
-    if state == journal.JOURNALED:
+    if state in (journal.JOURNALED, journal.INVALID):  # resume reports an invalid record; never re-run
         return TxnStart("resume", root, turn_id, call_id)
     if state == journal.PREVIEWED:
         return TxnStart("previewed", root, turn_id, call_id)
@@ -143,13 +143,13 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
     if preview:
         p = make_preview(cap, scan, result=result)
         status = "conflict" if p.conflicts else "previewed"
-        return TxnResult(status, p.text() + skipped, bool(p.conflicts), _meta(status), preview=p)
+        return TxnResult(status, p.text() + skipped, bool(p.conflicts), _meta(status, txn_digest=p.digest), preview=p)
     out = journal.write_journal(cap, scan, result=result)
     if out.journal is None:
         text = "[Not applied: files changed in the workspace while the command ran:\n" + "\n".join(
             f"  {c}" for c in out.conflicts) + "]"
         return TxnResult("conflict", text, True, _meta("conflict"))
-    report = journal.apply_journal(started.root, started.turn_id, started.call_id, out.journal)
+    report = journal.apply_journal(started.root, started.turn_id, started.call_id, out.journal, fresh=True)
     done = _from_report(report, result, f"Changes applied to the workspace:\n{summary(scan.changeset)}")
     done.text += skipped
     return done
@@ -158,16 +158,27 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
 def resume(root: str, turn_id: str, call_id: str) -> TxnResult:
     """A retry found a journal: finish (or confirm) the apply; never re-run.
     ``.stored`` holds the result the command produced the first time."""
-    j = journal.load(root, turn_id, call_id)
-    report = journal.apply_journal(root, turn_id, call_id)
+    try:
+        j = journal.load(root, turn_id, call_id)
+    except journal.BadJournal as exc:
+        return _invalid(exc)
+    report = journal.apply_journal(root, turn_id, call_id, j)
     return _from_report(report, j.result if j else {})
 
 
-def approve_preview(root: str, turn_id: str, call_id: str) -> TxnResult:
-    """Approval of a previewed call: apply exactly the previewed changeset,
-    or ``stale`` (ask again) when the workspace changed since."""
-    j = journal.load(root, turn_id, call_id)
-    return _from_report(apply_preview(root, turn_id, call_id), j.result if j else {})
+def _invalid(exc: Exception) -> TxnResult:
+    return TxnResult("refused", f"[Not applied, and the command was not run again: {exc}]", True, _meta("refused"))
+
+
+def approve_preview(root: str, turn_id: str, call_id: str, expected_digest: str = "") -> TxnResult:
+    """Approval of a previewed call: apply exactly the previewed changeset
+    (the one whose digest the history recorded, when given), or ``stale``
+    (ask again) when the workspace changed since."""
+    try:
+        j = journal.load(root, turn_id, call_id)
+        return _from_report(apply_preview(root, turn_id, call_id, expected_digest), j.result if j else {})
+    except journal.BadJournal as exc:
+        return _invalid(exc)
 
 
 def rollback(root: str, turn_id: str) -> RollbackReport:

@@ -16,6 +16,10 @@ idempotent, so a retry after a crash finishes the job:
   their folder and renamed over the target (a crash leaves the old or the new
   version, never half a file); every operation is relative to a folder
   descriptor opened component by component with O_NOFOLLOW.
+- **Contents** come from the worker's state folder and are verified: each is
+  re-hashed against the digest its change records before anything is
+  applied, and again while it is copied in (never hard-linked); modes carry
+  permission bits only; only files, folders and symlinks are ever made.
 """
 
 from __future__ import annotations
@@ -27,7 +31,15 @@ import stat
 from dataclasses import dataclass, field
 
 from activities.txn.changeset import DIR, FILE, SYMLINK, Change, apply_order, dir_modes_last, same, symlink_escapes
-from activities.txn.store import ThroughSymlink, WorkspaceReader, link_or_copy, open_dir, split, sync_filesystem
+from activities.txn.store import (
+    ThroughSymlink,
+    WorkspaceReader,
+    copy_verified,
+    open_dir,
+    sha256_file,
+    split,
+    sync_filesystem,
+)
 
 
 @dataclass
@@ -64,7 +76,20 @@ class ApplyReport:
         return f"Applied {done} change{'s' if done != 1 else ''} to the workspace."
 
 
-def _plan(root: str, changes: list[Change], reader: WorkspaceReader) -> tuple[list[Change], ApplyReport]:
+def _content_ok(content_dir: str, c: Change) -> str:
+    """'' when the change's stored content hashes to its recorded digest, else why not."""
+    path = os.path.join(content_dir, c.content)
+    if not c.content or os.path.commonpath([content_dir, os.path.normpath(path)]) != content_dir:
+        return f"its stored content {c.content!r} is not in the transaction folder"
+    try:
+        got = sha256_file(path)
+    except OSError as exc:
+        return f"its stored content is unreadable ({exc.strerror or exc})"
+    return "" if got == c.new.sha256 else "its stored content does not match the recorded sha256 (changed since)"
+
+
+def _plan(root: str, changes: list[Change], reader: WorkspaceReader,
+          content_dir: str = "", verify: bool = True) -> tuple[list[Change], ApplyReport]:
     """(changes still to apply, report with problems). ``report.absent``:
     pending paths that do not exist now."""
     report = ApplyReport("applied")
@@ -95,6 +120,12 @@ def _plan(root: str, changes: list[Change], reader: WorkspaceReader) -> tuple[li
                 report.absent.add(c.path)
         else:
             report.problem("conflict", c.path, f"{_describe(cur)} now, expected {_describe(c.old)}")
+    for c in pending if verify else ():
+        if c.new is not None and c.new.kind == FILE:
+            why = _content_ok(content_dir, c)
+            if why:
+                report.problem("refused", c.path, why)
+    pending = [c for c in pending if c.path not in report.bad]
 
     removed = {c.path for c in changes if c.new is None}
     for c in pending:
@@ -135,27 +166,29 @@ def _describe(node) -> str:
 
 
 def apply_changes(
-    root: str, content_dir: str, changes: list[Change], *, tag: str, link: bool = True, partial: bool = False
+    root: str, content_dir: str, changes: list[Change], *, tag: str, partial: bool = False, verify: bool = True
 ) -> ApplyReport:
     """Check then apply ``changes`` to the workspace at ``root``. New file
-    contents are ``content_dir/<change.content>``; ``link`` hard-links them
-    into place (the journal's own copies) instead of copying. ``partial``
+    contents are ``content_dir/<change.content>``, verified (before anything
+    is applied, unless ``verify`` is False: contents this attempt hashed
+    itself moments ago; the copy re-hashes them either way) and copied. ``partial``
     (rollback) leaves out the changes with problems, listed, and applies the
     rest; otherwise any problem means nothing is applied."""
     reader = WorkspaceReader(root)
     try:
-        pending, report = _plan(root, changes, reader)
+        content_dir = os.path.realpath(content_dir)
+        pending, report = _plan(root, changes, reader, content_dir, verify)
         dropped = ApplyReport("applied")
         while partial and not report.ok and report.bad:
             dropped.conflicts += report.conflicts
             dropped.refused += report.refused
             changes = [c for c in changes if c.path not in report.bad]
-            pending, report = _plan(root, changes, reader)
+            pending, report = _plan(root, changes, reader, content_dir, verify)
         report.conflicts, report.refused = dropped.conflicts + report.conflicts, dropped.refused + report.refused
         if not report.ok:
             return report
         for c in apply_order(pending):
-            _apply_one(reader, content_dir, c, tag, link, c.path in report.absent)
+            _apply_one(reader, content_dir, c, tag, c.path in report.absent)
             report.applied.append(c.path)
         for c in dir_modes_last(pending):
             fd = open_dir(reader.fd, c.path)
@@ -188,20 +221,19 @@ def _remove(pfd: int, name: str) -> None:
         os.rmdir(name, dir_fd=pfd)
 
 
-def _mode(c: Change, link: bool) -> int | None:
-    # Linked contents are the journal's own files, whose mode the scan already
-    # made exact (special bits stripped): no chmod, no extra syscalls.
-    return None if link else c.new.mode
+def _copy_in(content_dir: str, c: Change, name: str, pfd: int) -> None:
+    copy_verified(os.path.join(content_dir, c.content), name, dst_dir_fd=pfd, mode=c.new.mode,
+                  sha256=c.new.sha256, mtime_ns=c.mtime_ns or None)
 
 
-def _apply_one(reader: WorkspaceReader, content_dir: str, c: Change, tag: str, link: bool, absent: bool) -> None:
+def _apply_one(reader: WorkspaceReader, content_dir: str, c: Change, tag: str, absent: bool) -> None:
     parent, name = split(c.path)
     pfd = reader.dir_fd(parent)
     if absent and c.new is not None and c.new.kind == FILE:
-        # Nothing there (the check saw so): linking (or copying) straight to the
-        # name is already all-or-nothing, no temporary needed.
+        # Nothing there (the check saw so): a copy straight to the name that is
+        # removed on any mismatch; no temporary needed.
         try:
-            link_or_copy(os.path.join(content_dir, c.content), name, dst_dir_fd=pfd, link=link, mode=_mode(c, link))
+            _copy_in(content_dir, c, name, pfd)
             return
         except FileExistsError:
             pass
@@ -228,7 +260,7 @@ def _apply_one(reader: WorkspaceReader, content_dir: str, c: Change, tag: str, l
     if c.new.kind == SYMLINK:
         os.symlink(c.new.target, tmp, dir_fd=pfd)
     else:
-        link_or_copy(os.path.join(content_dir, c.content), tmp, dst_dir_fd=pfd, link=link, mode=_mode(c, link))
+        _copy_in(content_dir, c, tmp, pfd)
     if st is not None and stat.S_ISDIR(st.st_mode):
         os.rmdir(name, dir_fd=pfd)  # a folder replaced by a file: emptied by the deletions before
     os.rename(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)

@@ -18,6 +18,9 @@ is in activities/txn/overlay.py; applying is in activities/txn/journal.py.
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import json
 import posixpath
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -26,7 +29,40 @@ from core.paths import within
 from core.tools.display import file_diff as display_diff
 
 FILE, DIR, SYMLINK = "file", "dir", "symlink"
-SPECIAL_BITS = 0o6000  # setuid/setgid never reach the real workspace: the worker may be root
+SPECIAL_BITS = 0o7000  # setuid/setgid/sticky never reach the real workspace: the worker may be root
+KINDS = (FILE, DIR, SYMLINK)  # nothing else (no device, fifo or socket) is ever created
+
+
+class BadRecord(ValueError):
+    """A stored record does not hold what the worker writes: never acted on."""
+
+
+def checked_rel(path: object, what: str = "path") -> str:
+    """A workspace- or folder-relative path as a record may hold it: relative,
+    normalised, no '..', no empty or '.' component, no NUL."""
+    if not isinstance(path, str) or not path or "\0" in path or path.startswith("/"):
+        raise BadRecord(f"{what} {path!r} is not a relative path")
+    parts = path.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise BadRecord(f"{what} {path!r} is not a plain relative path")
+    return path
+
+
+def checked_node(raw: object) -> "Node | None":
+    """A node read back from a record: known kind, permission bits only."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("kind") not in KINDS:
+        raise BadRecord(f"node {raw!r} is not a file, folder or symlink")
+    try:
+        node = Node(**raw)
+    except TypeError as exc:
+        raise BadRecord(f"node {raw!r}: {exc}") from None
+    if not isinstance(node.mode, int) or not isinstance(node.size, int) or node.size < 0:
+        raise BadRecord(f"node {raw!r}: bad mode or size")
+    if not isinstance(node.sha256, str) or not isinstance(node.target, str):
+        raise BadRecord(f"node {raw!r}: bad sha256 or target")
+    return Node(node.kind, node.mode & 0o777, node.size, node.sha256, node.target)
 
 
 @dataclass(frozen=True)
@@ -107,13 +143,26 @@ class Changeset:
 
     @classmethod
     def from_json(cls, data: dict) -> "Changeset":
-        def node(raw: dict | None) -> Node | None:
-            return None if raw is None else Node(**raw)
-
-        changes = [
-            Change(**{**raw, "old": node(raw["old"]), "new": node(raw["new"])}) for raw in data.get("changes", [])
-        ]
+        """Every path and node checked (BadRecord): a record is data the
+        worker re-reads, so it is validated like any input."""
+        changes = []
+        for raw in data.get("changes", []):
+            try:
+                c = Change(**{**raw, "old": checked_node(raw["old"]), "new": checked_node(raw["new"])})
+            except (TypeError, KeyError) as exc:
+                raise BadRecord(f"change {raw!r}: {exc}") from None
+            checked_rel(c.path)
+            if c.content:  # a file without one is refused when applied
+                checked_rel(c.content, "content file")
+            changes.append(c)
         return cls(changes, [(p, why) for p, why in data.get("skipped", [])])
+
+    def digest(self) -> str:
+        """sha256 of the changeset (paths, nodes with content hashes): what a
+        person approves, recorded in the workflow history with the preview."""
+        data = json.dumps([[c.path, node_json(c.old), node_json(c.new)] for c in self.changes],
+                          sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def depth(path: str) -> int:

@@ -1,20 +1,24 @@
 """Pre- and post-images of the file tools' writes, so a turn's rollback
 covers write_file and edit_file as it covers bash.
 
-Before a write the file as it is (or its absence) is kept in the turn's
-transaction folder (``journal.record_preimage``); after it, what the write
-left (``journal.record_postimage``), so a rollback can tell whether someone
-changed the file since. Calls without a turn id (turns from before
+Before a write the file as it is (or its absence) is kept in the turn's log
+in the worker's state folder (``journal.record_preimage``, durable before
+the write); after it, what the write left (``journal.record_postimage``,
+appended lazily: see activities.txn.turn_log), so a rollback can tell whether
+someone changed the file since. Calls without a turn id (turns from before
 ToolRequest.turn_id) record nothing. Recording never fails the write: a
 problem is logged, and that file is then not covered by rollback.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import stat
 
 from activities.txn import journal
+from activities.txn.changeset import FILE, SPECIAL_BITS, Node
 from activities.files.common import atomic_write
 from activities.workspace.root import Location
 from activities.workspace.paths import WorkspaceError
@@ -28,7 +32,7 @@ def recorded_write(request: ToolRequest, loc: Location, data: bytes, **kw) -> os
     root, turn, call = request.workspace_root, request.turn_id, request.call_id
     if turn:
         try:
-            note = journal.record_preimage(root, turn, call, loc.rel)
+            note = journal.record_preimage(root, turn, call, loc.rel, dir_fd=loc.dir_fd, name=loc.name)
             if note:
                 log.warning("%s %s: %s", request.tool, call, note)
         except (OSError, WorkspaceError, ValueError) as exc:
@@ -38,7 +42,10 @@ def recorded_write(request: ToolRequest, loc: Location, data: bytes, **kw) -> os
     written = atomic_write(loc, data, **kw)
     if turn:
         try:
-            journal.record_postimage(root, turn, call, loc.rel)
+            # What was written, from the bytes in hand: no read-back.
+            node = Node(FILE, stat.S_IMODE(written.st_mode) & ~SPECIAL_BITS, len(data),
+                        hashlib.sha256(data).hexdigest())
+            journal.record_postimage(root, turn, call, loc.rel, node, known=True)
         except (OSError, WorkspaceError, ValueError) as exc:
             log.warning("%s %s: post-image of %s not recorded: %s", request.tool, call, loc.rel, exc)
     return written
@@ -59,12 +66,14 @@ def record_new_folders(request: ToolRequest, path: str) -> list[str]:
         prefix = "/".join(parts[:i])
         if missing or not os.path.lexists(os.path.join(root, prefix)):
             missing.append(prefix)
-    for folder in missing:
-        try:
-            journal.record_preimage(root, request.turn_id, request.call_id, folder)
-        except (OSError, WorkspaceError, ValueError) as exc:
-            log.warning("write_file %s: folder %s not recorded: %s", request.call_id, folder, exc)
-            return []
+    try:
+        for folder in missing:
+            journal.record_preimage(root, request.turn_id, request.call_id, folder, durable=False)
+        if missing:
+            journal.sync_log(root, request.turn_id)  # recorded before they are made
+    except (OSError, WorkspaceError, ValueError) as exc:
+        log.warning("write_file %s: folders %s not recorded: %s", request.call_id, missing, exc)
+        return []
     return missing
 
 

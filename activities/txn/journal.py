@@ -22,36 +22,49 @@ changed the file since).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import time
 from dataclasses import dataclass, field
 
-from activities.txn.changeset import FILE, Changeset, Node, node_json
+from activities.txn import turn_log
+from activities.txn.changeset import FILE, SPECIAL_BITS, BadRecord, Changeset, Node, checked_node, checked_rel, node_json
 from activities.txn.overlay import Capture, Scan
 from activities.txn.apply import ApplyReport, apply_changes
 from activities.settings import current as current_settings
-from activities.workspace.paths import ARTIFACTS_DIR
+from activities.txn.state import id_key
+from activities.workspace.paths import WorkspaceError
 from core.config import PREIMAGE_CALL_ENV, PREIMAGE_FILE_ENV
 from activities.txn.store import (
     APPLIED,
     MANIFEST,
-    TXN_DIR,
     ThroughSymlink,
     WorkspaceReader,
     call_dir,
+    call_folders,
+    fsync_dir,
     lock_call,
+    node_of,
     open_dir,
     read_json,
     sha256_file,
     split,
+    txn_base,
+    sha256_fd,
     sync_filesystem,
     touch_durably,
+    turn_dir,
     under_artifacts,
     write_json_durably,
 )
 
 NONE, PREVIEWED, JOURNALED, STATE_APPLIED = "none", "previewed", "journaled", "applied"
+INVALID = "invalid"  # a record is there but does not validate: never run again, never applied
+
+
+class BadJournal(WorkspaceError):
+    """A call's record does not hold what the worker writes."""
 KIND_BASH, KIND_FILES = "bash", "files"
 
 
@@ -97,22 +110,36 @@ class Journal:
 
 
 def load_dir(path: str) -> Journal | None:
+    """The journal in a call folder, validated like any input (paths relative
+    and plain, known node kinds, permission bits only); None when absent.
+    A record that does not validate raises WorkspaceError and is never acted on."""
     try:
         raw = read_json(os.path.join(path, MANIFEST))
     except FileNotFoundError:
         return None
-
-    def node(d):
-        return Node(**d) if d else None
-
-    return Journal(
-        dir=path, turn_id=raw["turn_id"], call_id=raw["call_id"], kind=raw["kind"], state=raw["state"],
-        created_ns=raw["created_ns"], started_ns=raw["started_ns"],
-        changeset=Changeset.from_json(raw["changeset"]),
-        preimages={p: PreImage(**{**d, "node": node(d["node"])}) for p, d in raw["preimages"].items()},
-        posts={p: node(d) for p, d in raw.get("posts", {}).items()},
-        result=raw.get("result", {}),
-    )
+    except ValueError as exc:
+        raise BadJournal(f"the transaction record in {path} is unreadable ({exc}); it is not used") from None
+    try:
+        if not isinstance(raw, dict) or raw.get("version") != 1:
+            raise BadRecord("not a version 1 journal")
+        preimages = {}
+        for p, d in raw["preimages"].items():
+            checked_rel(p)
+            if d.get("file"):
+                checked_rel(d["file"], "pre-image file")
+            preimages[p] = PreImage(checked_node(d["node"]), str(d.get("file", "")), bool(d.get("kept", True)),
+                                    str(d.get("note", "")))
+        posts = {checked_rel(p): checked_node(d) for p, d in raw.get("posts", {}).items()}
+        if raw["kind"] not in (KIND_BASH, KIND_FILES) or raw["state"] not in (PREVIEWED, JOURNALED):
+            raise BadRecord(f"kind {raw['kind']!r} / state {raw['state']!r}")
+        return Journal(
+            dir=path, turn_id=str(raw["turn_id"]), call_id=str(raw["call_id"]), kind=raw["kind"], state=raw["state"],
+            created_ns=int(raw["created_ns"]), started_ns=int(raw["started_ns"]),
+            changeset=Changeset.from_json(raw["changeset"]), preimages=preimages, posts=posts,
+            result=raw.get("result", {}) if isinstance(raw.get("result", {}), dict) else {},
+        )
+    except (BadRecord, KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise BadJournal(f"the transaction record in {path} is not valid ({exc}); it is not used") from None
 
 
 def load(root: str, turn_id: str, call_id: str) -> Journal | None:
@@ -120,7 +147,10 @@ def load(root: str, turn_id: str, call_id: str) -> Journal | None:
 
 
 def journal_state(root: str, turn_id: str, call_id: str) -> str:
-    j = load(root, turn_id, call_id)
+    try:
+        j = load(root, turn_id, call_id)
+    except BadJournal:
+        return INVALID
     if j is None:
         return NONE
     return STATE_APPLIED if j.applied else j.state
@@ -227,9 +257,11 @@ def _keep(reader: WorkspaceReader, rel: str, dst: str, link: bool = True) -> boo
         os.close(pfd)
 
 
-def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = None) -> ApplyReport:
+def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = None,
+                  fresh: bool = False) -> ApplyReport:
     """Apply (or finish applying) a journaled changeset; idempotent. ``j``:
-    the journal just written (saves reading it back)."""
+    the journal (saves reading it back); ``fresh``: this attempt just wrote
+    it (its contents were hashed by the scan: not re-read before applying)."""
     j = j or load(root, turn_id, call_id)
     if j is None:
         return ApplyReport("refused", refused=[f"no journal for call {call_id!r} of turn {turn_id!r}"])
@@ -240,7 +272,10 @@ def apply_journal(root: str, turn_id: str, call_id: str, j: Journal | None = Non
     try:
         if j.applied:
             return ApplyReport("applied", already=[c.path for c in changes], notices=j.notices())
-        report = apply_changes(os.path.realpath(root), j.dir, changes, tag=os.path.basename(j.dir))
+        # Copied, never hard-linked: a link would let a later in-place write in
+        # the workspace change the journal's copy (and the store is the worker's).
+        report = apply_changes(os.path.realpath(root), j.dir, changes, tag=os.path.basename(j.dir)[:16],
+                               verify=not fresh)
         if report.ok:
             touch_durably(os.path.join(j.dir, APPLIED))
             report.notices += j.notices()
@@ -260,66 +295,118 @@ def _rel(root: str, path: str) -> str | None:
     return rel
 
 
-def _files_journal(root: str, turn_id: str, call_id: str) -> Journal:
-    j = load(root, turn_id, call_id)
-    if j is None:
-        j = Journal(call_dir(root, turn_id, call_id, create=True), turn_id, call_id, kind=KIND_FILES,
-                    state=JOURNALED, created_ns=time.time_ns())
-    return j
+def _snapshot(dir_fd: int, name: str, want_data: bool) -> tuple[Node | None, bytes | None, int]:
+    """(node, content when small and wanted, descriptor of the file or -1) of
+    ``name`` in the folder ``dir_fd``, read once, never through a symlink.
+    The caller closes the descriptor (kept for copying a large file)."""
+    try:
+        st = os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None, None, -1
+    if not stat.S_ISREG(st.st_mode):
+        return node_of(st, str, lambda: os.readlink(name, dir_fd=dir_fd)), None, -1
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        fst = os.fstat(fd)
+        if want_data and fst.st_size <= turn_log.INLINE_MAX:
+            data = os.read(fd, turn_log.INLINE_MAX + 1)
+            fst = os.fstat(fd)
+            node = Node(FILE, stat.S_IMODE(fst.st_mode) & ~SPECIAL_BITS, len(data), hashlib.sha256(data).hexdigest())
+            os.close(fd)
+            return node, data, -1
+        return node_of(fst, lambda: sha256_fd(fd), str), None, fd
+    except BaseException:
+        os.close(fd)
+        raise
 
 
-def record_preimage(root: str, turn_id: str, call_id: str, rel_path: str) -> str:
-    """Before a file tool writes ``rel_path``: keep what is there now so the
-    turn can be rolled back. Returns a notice ('' normally; the reason when
-    the pre-image was not kept)."""
+def record_preimage(root: str, turn_id: str, call_id: str, rel_path: str, *, durable: bool = True,
+                    dir_fd: int | None = None, name: str = "") -> str:
+    """Before a file tool writes ``rel_path``: keep what is there now (in the
+    turn's log, made durable unless ``durable`` is False) so the turn can be
+    rolled back. ``dir_fd``/``name``: the folder the tool already holds open.
+    Returns a notice ('' normally; the reason when the pre-image was not kept)."""
     root = os.path.realpath(root)
     rel = _rel(root, rel_path)
     if rel is None:
         return ""
-    j = _files_journal(root, turn_id, call_id)
-    if rel in j.preimages:
+    idx = turn_log.index(turn_dir(root, turn_id, create=True))
+    if rel in idx.pres.get(call_id, {}):
         return ""  # the first pre-image of this call is the one that counts
-    reader = WorkspaceReader(root)
+    reader, fd = None, -1
+    if dir_fd is None:
+        reader = WorkspaceReader(root)
+        parent, name = split(rel)
+        try:
+            dir_fd = reader.dir_fd(parent)
+        except (ThroughSymlink, FileNotFoundError, NotADirectoryError):
+            dir_fd = -1
     try:
-        node = reader.node(rel)
+        node, data, fd = _snapshot(dir_fd, name, want_data=True) if dir_fd >= 0 else (None, None, -1)
+        pre = turn_log.Pre(node, data=data, time_ns=time.time_ns())
+        if node is not None and node.kind == FILE and node.size > current_settings().txn_preimage_file_bytes:
+            pre = turn_log.Pre(node, kept=False, time_ns=pre.time_ns, note=(
+                f"pre-image of {rel} not kept ({node.size} bytes over the per-file cap, {PREIMAGE_FILE_ENV}): it "
+                "cannot be rolled back"))
+        elif fd >= 0:
+            pre = _keep_large(idx.folder, call_id, rel, node, fd)
     finally:
-        reader.close()
-    pre = PreImage(node)
-    if node is not None and node.kind == FILE:
-        per_file = current_settings().txn_preimage_file_bytes
-        if node.size > per_file:
-            pre = PreImage(node, kept=False, note=f"pre-image of {rel} not kept ({node.size} bytes over the "
-                                                    f"per-file cap, {PREIMAGE_FILE_ENV}): it cannot be rolled back")
-        else:
-            os.makedirs(os.path.join(j.dir, "pre"), exist_ok=True)
-            name = f"pre/f{len(j.preimages)}"
-            reader = WorkspaceReader(root)
-            try:
-                # File tools may write in place: always copy (a hard link would change with the file).
-                kept = _keep(reader, rel, os.path.join(j.dir, name), link=False)
-            finally:
-                reader.close()
-            pre = PreImage(node, file=name) if kept else PreImage(node, kept=False, note=f"{rel} vanished")
-    j.preimages[rel] = pre
-    j.save()
-    touch_durably(os.path.join(j.dir, APPLIED))
+        if fd >= 0:
+            os.close(fd)
+        if reader is not None:
+            reader.close()
+    with idx.lock:
+        idx.append(turn_log.pre_record(call_id, rel, pre), durable)
     return pre.note
 
 
-def record_postimage(root: str, turn_id: str, call_id: str, rel_path: str) -> None:
-    """After a file tool wrote ``rel_path``: what it left (for rollback's check)."""
+def _keep_large(folder: str, call_id: str, rel: str, node: Node, fd: int) -> turn_log.Pre:
+    """A pre-image too large to travel in its record: copied (fsync'd) into pre/."""
+    pre_dir = os.path.join(folder, "pre")
+    os.makedirs(pre_dir, 0o700, exist_ok=True)
+    name = f"pre/{id_key(call_id)}-{hashlib.sha256(rel.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+    dst = os.path.join(folder, name)
+    if os.path.lexists(dst):
+        os.unlink(dst)
+    out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, 1 << 20):
+            os.write(out, chunk)
+        os.fsync(out)
+    finally:
+        os.close(out)
+    fsync_dir(pre_dir)
+    return turn_log.Pre(node, file=name, time_ns=time.time_ns())
+
+
+def record_postimage(root: str, turn_id: str, call_id: str, rel_path: str, node: Node | None = None,
+                     known: bool = False) -> None:
+    """After a file tool wrote ``rel_path``: what it left (for rollback's
+    check), appended without a sync (see activities.txn.turn_log). ``node``
+    with ``known``: what the tool wrote (saves reading it back)."""
     root = os.path.realpath(root)
     rel = _rel(root, rel_path)
-    j = load(root, turn_id, call_id)
-    if rel is None or j is None or rel not in j.preimages:
+    if rel is None:
         return
-    reader = WorkspaceReader(root)
-    try:
-        j.posts[rel] = reader.node(rel)
-    finally:
-        reader.close()
-    j.save()
+    idx = turn_log.index(turn_dir(root, turn_id))
+    if rel not in idx.pres.get(call_id, {}):
+        return
+    if not known:
+        reader = WorkspaceReader(root)
+        try:
+            node = reader.node(rel)
+        finally:
+            reader.close()
+    with idx.lock:
+        idx.append(turn_log.post_record(call_id, rel, node), durable=False)
 
+
+def sync_log(root: str, turn_id: str) -> None:
+    """Make the turn's log durable now (records appended with durable=False)."""
+    idx = turn_log.index(turn_dir(os.path.realpath(root), turn_id))
+    with idx.lock:
+        idx.sync()
 
 
 def prunable(root: str) -> list[str]:
@@ -327,10 +414,10 @@ def prunable(root: str) -> list[str]:
     (deleting them gives up rolling back their turn) and leftovers of
     captures that never reached a journal. Journaled and previewed calls are
     never listed: a retry or an approval still needs them."""
-    base = os.path.join(os.path.realpath(root), ARTIFACTS_DIR, TXN_DIR)
+    base = txn_base(os.path.realpath(root))
     found: list[tuple[int, str]] = []
     for turn in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        for call in sorted(os.listdir(os.path.join(base, turn))):
+        for call in call_folders(os.path.join(base, turn)):
             folder = os.path.join(base, turn, call)
             j = load_dir(folder)
             if j is None or j.applied:

@@ -1,7 +1,8 @@
 """Copy-on-write capture of a command's workspace effects.
 
 The command runs on an overlay: the workspace is the lower layer, a per-call
-folder under ``.agent-artifacts/txn/<turn>/<call>/`` holds the upper layer,
+folder in the worker's state folder (``<state>/txn/<turn>/<call>/``, outside
+the workspace) holds the upper layer,
 and the workspace itself is untouched until the changeset is applied. The
 overlay is mounted in a private mount namespace over the workspace's own
 path, so bubblewrap's usual ``--bind WS WS`` binds the merged view without
@@ -15,12 +16,10 @@ positional arguments, never part of a shell string. In that namespace it:
 1. mounts the overlay on an empty "view" folder outside the workspace (a
    fresh temporary folder of the worker's);
 2. binds the real artifacts folder over the view's, read-only: a command can
-   read earlier full outputs but never forge a journal, and the upper layer
-   (which lives inside the lower one) is never looked up through the overlay
-   (the kernel answers ELOOP, "overlapping layers", for that);
+   read earlier full outputs but never write there;
 3. writes the ``mounted`` marker (its ctime is the command's start mark) and
-   hides ``txn/`` behind an empty read-only tmpfs (no ELOOP noise for
-   ``find``/``grep -r``);
+   hides a ``txn/`` folder an older release left there behind an empty
+   read-only tmpfs;
 4. binds the view (recursively) over the workspace's own path and execs the
    command (bubblewrap). ``mount --move`` would save the view folder but is
    refused in a user namespace.
@@ -55,7 +54,8 @@ from activities.txn.store import (
     under_artifacts,
 )
 from activities.settings import current as current_settings
-from activities.workspace.paths import ARTIFACTS_DIR
+from activities.txn.state import state_root
+from activities.workspace.paths import ARTIFACTS_DIR, WorkspaceError
 from core.config import TXN_ENV
 from activities.workspace.root import control_character, shown
 
@@ -66,7 +66,9 @@ shift 5
 "$mnt" -t overlay overlay -o "$opts" "$view" || exit 125
 "$mnt" --bind "$ws/.agent-artifacts" "$view/.agent-artifacts" || exit 125
 : > "$marker" || exit 125
-"$mnt" -t tmpfs -o ro,size=4k,mode=755 txn-hidden "$view/.agent-artifacts/txn" || exit 125
+if [ -d "$view/.agent-artifacts/txn" ]; then
+  "$mnt" -t tmpfs -o ro,size=4k,mode=755 txn-hidden "$view/.agent-artifacts/txn" || exit 125
+fi
 "$mnt" -o remount,bind,ro "$view/.agent-artifacts" || exit 125
 "$mnt" --rbind "$view" "$ws" || exit 125
 exec "$@"
@@ -208,7 +210,7 @@ def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
     return cap
 
 
-_status: dict[int, tuple[bool, str]] = {}
+_status: dict[tuple[int, int], tuple[bool, str]] = {}
 
 
 def overlay_status(workspace: str) -> tuple[bool, str]:
@@ -218,9 +220,13 @@ def overlay_status(workspace: str) -> tuple[bool, str]:
         dev = os.stat(root).st_dev
     except OSError as exc:
         return False, f"cannot stat the workspace: {exc}"
-    if dev not in _status:
-        _status[dev] = _probe(root)
-    return _status[dev]
+    try:
+        key = (dev, os.stat(state_root(root)).st_dev)  # the upper layer lives in the state folder
+    except (OSError, WorkspaceError) as exc:
+        return False, f"cannot use the state folder: {exc}"
+    if key not in _status:
+        _status[key] = _probe(root)
+    return _status[key]
 
 
 def _probe(root: str) -> tuple[bool, str]:

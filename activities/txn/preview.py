@@ -37,6 +37,7 @@ class Preview:
     diff: str = ""
     changes: int = 0
     conflicts: list[str] = field(default_factory=list)  # the preview itself could not be kept
+    digest: str = ""  # sha256 of the changeset shown: what an approval binds to
 
     def text(self) -> str:
         if self.conflicts:
@@ -55,7 +56,8 @@ def make_preview(cap: Capture, scan: Scan, *, result: dict | None = None) -> Pre
     diff = render_diff(cap.workspace, j)
     with open(os.path.join(j.dir, DIFF_FILE), "w", encoding="utf-8") as fh:
         fh.write(diff)
-    return Preview(cap.turn_id, cap.call_id, summary(j.changeset), diff, len(j.changeset.changes))
+    return Preview(cap.turn_id, cap.call_id, summary(j.changeset), diff, len(j.changeset.changes),
+                   digest=j.changeset.digest())
 
 
 def _read_bounded(reader: WorkspaceReader, rel: str) -> bytes:
@@ -94,13 +96,19 @@ def render_diff(root: str, j: Journal) -> str:
     return "".join(parts)
 
 
-def apply_preview(root: str, turn_id: str, call_id: str) -> ApplyReport:
+def apply_preview(root: str, turn_id: str, call_id: str, expected_digest: str = "") -> ApplyReport:
     """Apply exactly the previewed changeset; status ``stale`` (nothing
-    applied) when the workspace changed since the command started."""
+    applied) when the workspace changed since the command started.
+    ``expected_digest``: the changeset digest the approved preview showed (from
+    the workflow history); any other changeset is refused."""
     root = os.path.realpath(root)
     j = load(root, turn_id, call_id)
     if j is None:
         return ApplyReport("refused", refused=[f"no preview for call {call_id!r} of turn {turn_id!r}"])
+    if expected_digest and j.changeset.digest() != expected_digest:
+        return ApplyReport("refused", refused=[
+            f"call {call_id!r}: the changeset kept for approval is not the one the preview showed "
+            f"(sha256 {j.changeset.digest()[:12]}, approved {expected_digest[:12]}); nothing applied"])
     if j.applied or j.state == JOURNALED:
         return apply_journal(root, turn_id, call_id)  # approved before (a retry): finish, do not redo
     changed = changed_since(root, j.started_ns)

@@ -1,6 +1,7 @@
 """Turn rollback: put back every file a turn changed, from the pre-images.
 
-Everything comes from disk (``.agent-artifacts/txn/<turn>/*/manifest.json``),
+Everything comes from disk (``<state>/txn/<turn>/*/manifest.json`` in the
+worker's state folder, each record validated and each pre-image re-hashed),
 so it works after restarts and from any process. For each path the turn
 touched: the target is the pre-image recorded by the turn's *first* call that
 touched it (the state before the turn), and the expected current state is
@@ -20,7 +21,9 @@ from dataclasses import dataclass, field
 from activities.txn.changeset import FILE, Change, Node, same
 from activities.txn.journal import KIND_FILES, PREVIEWED, PreImage, load_dir
 from activities.txn.apply import apply_changes
-from activities.txn.store import WorkspaceReader, turn_dir
+from activities.txn import turn_log
+from activities.txn.store import WorkspaceReader, call_folders, turn_dir
+from activities.workspace.paths import WorkspaceError
 
 
 @dataclass
@@ -54,20 +57,22 @@ class RollbackReport:
 @dataclass
 class _Touch:
     order: tuple[int, int]
-    call: str  # the call's folder name under the turn folder
     pre: PreImage | None
+    content: str | bytes  # the pre-image's content: turn-folder-relative file, or the bytes themselves
     post: Node | None
     post_known: bool
 
 
-def _touches(folder: str) -> dict[str, list[_Touch]]:
+def _touches(folder: str, bad: list[str]) -> dict[str, list[_Touch]]:
+    """What each path went through in the turn; records that do not validate
+    are left out and named in ``bad``."""
     by_path: dict[str, list[_Touch]] = {}
-    try:
-        names = sorted(os.listdir(folder))
-    except FileNotFoundError:
-        return by_path
-    for name in names:
-        j = load_dir(os.path.join(folder, name))
+    for name in call_folders(folder):
+        try:
+            j = load_dir(os.path.join(folder, name))
+        except WorkspaceError as exc:
+            bad.append(f"(a call's record): {exc}")
+            continue
         if j is None or j.state == PREVIEWED:
             continue  # a preview never reached the workspace
         if j.kind == KIND_FILES:
@@ -75,10 +80,31 @@ def _touches(folder: str) -> dict[str, list[_Touch]]:
         else:
             items = [(c.path, j.preimages.get(c.path), c.new, True) for c in j.changeset.changes]
         for i, (path, pre, post, known) in enumerate(items):
-            by_path.setdefault(path, []).append(_Touch((j.created_ns, i), name, pre, post, known))
+            content = f"{name}/{pre.file}" if pre is not None and pre.file else ""
+            by_path.setdefault(path, []).append(_Touch((j.created_ns, i), pre, content, post, known))
+    if os.path.exists(os.path.join(folder, turn_log.LOG)):  # write_file and edit_file
+        idx = turn_log.index(folder)
+        with idx.lock:
+            bad.extend(idx.bad)
+            for call, pres in idx.pres.items():
+                posts = idx.posts.get(call, {})
+                for i, (path, p) in enumerate(pres.items()):
+                    pre = PreImage(p.node, p.file, p.kept, p.note)
+                    content: str | bytes = p.data if p.data is not None else p.file
+                    by_path.setdefault(path, []).append(
+                        _Touch((p.time_ns, i), pre, content, posts.get(path), path in posts))
     for touches in by_path.values():
         touches.sort(key=lambda t: t.order)
     return by_path
+
+
+def _materialize(folder: str, n: int, data: bytes) -> str:
+    """Write a pre-image kept inline to a file the apply can copy (and verify)."""
+    os.makedirs(os.path.join(folder, "rollback-pre"), 0o700, exist_ok=True)
+    rel = f"rollback-pre/{n}"
+    with open(os.path.join(folder, rel), "wb") as fh:
+        fh.write(data)
+    return rel
 
 
 def rollback_turn(root: str, turn_id: str) -> RollbackReport:
@@ -87,9 +113,10 @@ def rollback_turn(root: str, turn_id: str) -> RollbackReport:
     folder = turn_dir(root, turn_id)
     report = RollbackReport(turn_id)
     changes: list[Change] = []
+    bad: list[str] = []
     reader = WorkspaceReader(root)
     try:
-        for path, touches in sorted(_touches(folder).items()):
+        for path, touches in sorted(_touches(folder, bad).items()):
             first, last = touches[0], touches[-1]
             pre = first.pre
             if pre is None:
@@ -103,13 +130,15 @@ def rollback_turn(root: str, turn_id: str) -> RollbackReport:
                 report.unchecked.append(path)
             elif same(expected, pre.node):
                 continue  # the turn left it as it found it
-            content = f"{first.call}/{pre.file}" if pre.file else ""
+            content = first.content
+            if isinstance(content, bytes):  # a small pre-image kept inside its record
+                content = _materialize(folder, len(changes), content)
             changes.append(Change(path, expected, pre.node, content=content))
     finally:
         reader.close()
-    applied = apply_changes(root, folder, changes, tag="rollback", link=False, partial=True)
+    applied = apply_changes(root, folder, changes, tag="rollback", partial=True)
     report.restored = applied.applied
     report.already = applied.already
-    report.conflicts = applied.conflicts + applied.refused
+    report.conflicts = applied.conflicts + applied.refused + bad
     report.unchecked = [p for p in report.unchecked if p in applied.applied]
     return report

@@ -1,10 +1,10 @@
 """Where transactional bash keeps its state, and the careful file operations
 it uses on the real workspace.
 
-Layout (all inside the workspace's artifacts folder, so on the workspace's
-filesystem: hard links and renames between them never copy):
+Layout (in the worker's state folder, activities.txn.state, outside every
+workspace: nothing a command or a file tool does can write it):
 
-    <ws>/.agent-artifacts/txn/<turn>/<call>/
+    <state>/txn/<turn key>/<call key>/     keys: hashes of the full ids
         upper/ work/      the overlay's upper layer and work dir; once journaled,
                           upper/ holds the new file contents the manifest names
         mounted           written by the launcher right before the command starts;
@@ -13,6 +13,12 @@ filesystem: hard links and renames between them never copy):
         manifest.json     the journal (fsync'd, replaced atomically)
         applied           marker: the journal has been applied
         lock              flock'd by the one attempt capturing or applying this call
+
+Nothing read back from here is taken on trust: content paths must stay in
+their call folder, contents are re-hashed against the digests the manifest
+(and, for an approved preview, the workflow history) holds, special mode bits
+are dropped, and contents are always copied into the workspace, never
+hard-linked (a link would let a later in-place write reach the store).
 
 The overlay itself is mounted on an empty "view" folder in the worker's
 temporary folder (outside the workspace), never inside this tree.
@@ -35,6 +41,7 @@ import stat
 from typing import Any, Iterator
 
 from activities.txn.changeset import DIR, FILE, SPECIAL_BITS, SYMLINK, Node
+from activities.txn.state import id_key, state_folder
 from activities.workspace.paths import ARTIFACTS_DIR, WorkspaceError
 from core.paths import within
 
@@ -50,15 +57,10 @@ class ThroughSymlink(Exception):
     """A path component is a symlink: refusing to go through it."""
 
 
-def safe_name(value: str, fallback: str) -> str:
-    """A call or turn id as one path component (ids are model/user supplied)."""
-    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in value)[:96].strip(".")
-    return cleaned or fallback
-
-
 def artifacts_base(root: str) -> str:
     """<ws>/.agent-artifacts, created (with its ``*`` .gitignore) if missing;
-    refused when a command replaced it with a symlink or a file."""
+    refused when a command replaced it with a symlink or a file. Only full
+    outputs live there; the launcher binds it read-only over the overlay."""
     base = os.path.join(root, ARTIFACTS_DIR)
     try:
         st = os.lstat(base)
@@ -82,24 +84,35 @@ def _no_symlinks(*paths: str) -> None:
             raise WorkspaceError(f"{part} is a symlink; refusing to keep transaction state there")
 
 
+def txn_base(root: str, create: bool = False) -> str:
+    """The folder holding every turn's transaction folders (in the state folder)."""
+    return state_folder(root, TXN_DIR, create=create)
+
+
 def turn_dir(root: str, turn_id: str, create: bool = False) -> str:
-    base = os.path.join(root, ARTIFACTS_DIR, TXN_DIR)
+    path = os.path.join(txn_base(root, create), id_key(turn_id))
     if create:
-        base = os.path.join(artifacts_base(root), TXN_DIR)
-        os.makedirs(base, exist_ok=True)
-    path = os.path.join(base, safe_name(turn_id, "turn"))
-    if create:
-        os.makedirs(path, exist_ok=True)
-    _no_symlinks(os.path.join(root, ARTIFACTS_DIR), base, path)
+        os.makedirs(path, 0o700, exist_ok=True)
+    _no_symlinks(path)
     return path
 
 
 def call_dir(root: str, turn_id: str, call_id: str, create: bool = False) -> str:
-    path = os.path.join(turn_dir(root, turn_id, create), safe_name(call_id, "call"))
+    path = os.path.join(turn_dir(root, turn_id, create), id_key(call_id))
     if create:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, 0o700, exist_ok=True)
     _no_symlinks(path)
     return path
+
+
+def call_folders(turn_folder: str) -> list[str]:
+    """The names of a turn folder's call folders (id keys; not its log or pre/), sorted."""
+    try:
+        names = os.listdir(turn_folder)
+    except FileNotFoundError:
+        return []
+    return sorted(n for n in names if len(n) == 40 and all(c in "0123456789abcdef" for c in n)
+                  and os.path.isdir(os.path.join(turn_folder, n)))
 
 
 LOCK = "lock"
@@ -191,35 +204,38 @@ def sha256_file(path: str) -> str:
         os.close(fd)
 
 
-def link_or_copy(src: str, dst: str, *, dst_dir_fd: int | None = None, link: bool = True, mode: int | None = None) -> None:
-    """Hard-link ``src`` to ``dst`` (no data copied), else copy it (mode and
-    mtime kept). ``dst`` is created, never followed, relative to dst_dir_fd."""
-    if link:
-        try:
-            os.link(src, dst, dst_dir_fd=dst_dir_fd, follow_symlinks=False)
-            if mode is not None:
-                fd = os.open(dst, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dst_dir_fd)
-                try:
-                    if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
-                        os.fchmod(fd, mode)
-                finally:
-                    os.close(fd)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
-                raise
+class ContentMismatch(Exception):
+    """A stored content file no longer hashes to the digest its record holds."""
+
+
+def copy_verified(src: str, dst: str, *, dst_dir_fd: int | None, mode: int, sha256: str = "",
+                  mtime_ns: int | None = None) -> None:
+    """Copy the store's file ``src`` to ``dst`` (created, never followed,
+    relative to dst_dir_fd) with ``mode`` (special bits never set), hashing
+    while copying: when ``sha256`` is given and the copy differs, the copy is
+    removed and ContentMismatch raised. Never a hard link: the workspace must
+    not share an inode with the worker's state."""
     fd_in = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
+        if not stat.S_ISREG(os.fstat(fd_in).st_mode):
+            raise ContentMismatch(f"{src} is not a regular file")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd_out = os.open(dst, flags, 0o600, dir_fd=dst_dir_fd)
+        digest = hashlib.sha256()
         try:
             while chunk := os.read(fd_in, 1 << 20):
-                os.write(fd_out, chunk)
+                digest.update(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd_out, view):]
+            os.fchmod(fd_out, mode & 0o777)
             st = os.fstat(fd_in)
-            os.fchmod(fd_out, stat.S_IMODE(st.st_mode) if mode is None else mode)
-            os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns))
+            os.utime(fd_out, ns=(st.st_atime_ns, st.st_mtime_ns if mtime_ns is None else mtime_ns))
         finally:
             os.close(fd_out)
+        if sha256 and digest.hexdigest() != sha256:
+            os.unlink(dst, dir_fd=dst_dir_fd)
+            raise ContentMismatch(f"{src}: content does not match its recorded sha256 {sha256[:12]}")
     finally:
         os.close(fd_in)
 

@@ -14,11 +14,14 @@ the cap (its own size is bounded by its writer). Only regular files directly
 in the folder whose names end in ``.txt`` are artifacts; ``.gitignore``,
 subfolders (another component's journal, say) and symlinks are left alone.
 
-Transactional bash's call folders (``txn/<turn>/<call>/``) follow
+Transactional bash's call folders (``<state>/txn/<turn>/<call>/`` in the
+worker's state folder, activities.txn.state) follow
 the age rule only, and only those ``journal.prunable`` lists (applied calls,
 whose turn then can no longer be rolled back, and leftovers of captures that
 never reached a journal): a journaled or previewed call is never deleted, a
-retry or an approval still needs it.
+retry or an approval still needs it. A turn folder left with only its file
+log (``files.jsonl``, the file tools' images and results) goes whole once
+that log is older than the cut.
 Files are listed and deleted relative to a descriptor of the folder opened
 with O_NOFOLLOW, so a command that swapped the folder for a symlink cannot
 make the worker delete elsewhere. 0 disables a rule.
@@ -149,11 +152,40 @@ def _prune_txn(root: str | os.PathLike[str], older_than: float) -> list[str]:
             if os.lstat(folder).st_mtime >= older_than:
                 continue
             remove_tree(folder)
-            removed.append(os.path.relpath(folder, os.path.join(root, ARTIFACTS_FOLDER)))
+            removed.append("txn/" + os.path.relpath(folder, os.path.dirname(os.path.dirname(folder))))
             try:
                 os.rmdir(os.path.dirname(folder))  # the turn's folder, once empty
             except OSError:
                 pass
+        except OSError as exc:
+            log.warning("could not delete transaction folder %s: %s", folder, exc)
+    removed += _prune_turn_logs(root, older_than)
+    return removed
+
+
+def _prune_turn_logs(root: str | os.PathLike[str], older_than: float) -> list[str]:
+    """A turn folder left with only its file log (and kept pre-images), not
+    written since the cut, goes whole: that turn can no longer be rolled back."""
+    from activities.txn import turn_log
+    from activities.txn.overlay import remove_tree
+    from activities.txn.store import call_folders, txn_base
+
+    removed: list[str] = []
+    try:
+        base = txn_base(os.path.realpath(root))
+        turns = sorted(os.listdir(base)) if os.path.isdir(base) else []
+    except OSError as exc:
+        log.warning("cannot list transaction folders for pruning: %s", exc)
+        return removed
+    for turn in turns:
+        folder = os.path.join(base, turn)
+        try:
+            log_file = os.path.join(folder, turn_log.LOG)
+            if call_folders(folder) or not os.path.isfile(log_file) or os.lstat(log_file).st_mtime >= older_than:
+                continue
+            remove_tree(folder)
+            turn_log.forget(folder)
+            removed.append(f"txn/{turn}")
         except OSError as exc:
             log.warning("could not delete transaction folder %s: %s", folder, exc)
     return removed

@@ -28,6 +28,7 @@ from core.contracts import (
     TurnStatus,
     Workspace,
 )
+from activities.txn.store import txn_base
 from tests.processes import server_address
 from tests.support import call
 from runtime.worker import build_worker
@@ -108,7 +109,7 @@ async def test_turn_in_flight_finishes_on_a_build_that_rejects_a_command_it_alre
         )
         deadline = time.monotonic() + 30
         # a captured command's writes show in its copy-on-write upper layer first.
-        while not any(workspace.glob(".agent-artifacts/txn/*/*/upper/slow.started")) and not (
+        while not any(Path(txn_base(str(workspace))).glob("*/*/upper/slow.started")) and not (
             workspace / "slow.started"
         ).exists():
             assert time.monotonic() < deadline, "the long command never started"

@@ -12,6 +12,7 @@ from activities.bash import attempts as bash_txn
 from activities.txn import journal
 from activities.txn import api as txn
 from activities.workspace.artifacts import prune_artifacts
+from activities.txn.state import id_key
 from activities.txn.store import call_dir
 from tests.txn.support.helpers import needs_overlay, run_captured
 
@@ -39,13 +40,22 @@ def test_captured_and_read_only_runs_may_run_again(workspace: Path) -> None:
     assert bash_txn.prior_attempt(root, "t", "r").safe_to_run
 
 
-def test_an_artifacts_folder_that_is_a_file_or_a_symlink_means_unknown(workspace: Path, tmp_path: Path) -> None:
-    (workspace / ".agent-artifacts").write_text("not a folder")
+def test_a_transaction_folder_that_is_a_file_or_a_symlink_means_unknown(workspace: Path, tmp_path: Path) -> None:
+    folder = Path(call_dir(str(workspace), "t", "c", create=True))
+    folder.rmdir()
+    folder.write_text("not a folder")
     assert not bash_txn.prior_attempt(str(workspace), "t", "c").safe_to_run
-    (workspace / ".agent-artifacts").unlink()
+    folder.unlink()
     (tmp_path / "elsewhere").mkdir()
-    (workspace / ".agent-artifacts").symlink_to(tmp_path / "elsewhere")
+    folder.symlink_to(tmp_path / "elsewhere")
     assert not bash_txn.prior_attempt(str(workspace), "t", "c").safe_to_run
+
+
+def test_the_workspace_artifacts_folder_plays_no_part_in_retries(workspace: Path) -> None:
+    # The start markers live in the worker's state folder: a command that
+    # replaced the workspace's artifacts folder changes nothing.
+    (workspace / ".agent-artifacts").write_text("not a folder")
+    assert bash_txn.prior_attempt(str(workspace), "t", "c").safe_to_run
 
 
 @needs_overlay
@@ -65,6 +75,6 @@ def test_retention_deletes_only_the_txn_folders_journal_prunable_lists(workspace
     for call in ("applied", "journaled"):
         os.utime(call_dir(root, "old-turn", call), (week_ago, week_ago))
     pruned = prune_artifacts(root)
-    assert any(p.endswith("applied") for p in pruned.removed), pruned
+    assert any(p.endswith(id_key("applied")) for p in pruned.removed), pruned
     assert not Path(call_dir(root, "old-turn", "applied")).exists()
     assert Path(call_dir(root, "old-turn", "journaled"), "manifest.json").exists()  # a retry still needs it

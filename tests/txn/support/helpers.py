@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from activities.txn import overlay
+from activities.txn.store import txn_base
 from activities.bash.tool import bwrap_argv
 from activities.sandbox.environment import DEFAULT_PATH
 
@@ -94,4 +95,4 @@ def written(workspace: str | Path, name: str) -> bool:
     """Has a running command written ``name``? A captured command's writes show
     in its copy-on-write upper layer until it ends and they are applied."""
     ws = Path(workspace)
-    return (ws / name).exists() or any(ws.glob(f".agent-artifacts/txn/*/*/upper/{name}"))
+    return (ws / name).exists() or any(Path(txn_base(str(ws))).glob(f"*/*/upper/{name}"))
