@@ -10,6 +10,7 @@ from temporalio.client import Client
 from temporalio.common import VersioningBehavior
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig, WorkerDeploymentVersion
 
+from activities.read_stage import READ_STAGE_ACTIVITY, build_read_stage_activity
 from activities.registry import build_activities
 from core.contracts import Policy
 from workflows.rollback import TurnRollbackWorkflow
@@ -47,6 +48,10 @@ def build_worker(
         for a in [*build_activities(workspace, default_policy), *session_activities(workspace)]
         if a.__temporal_activity_definition.name not in extra_names  # type: ignore[attr-defined]
     ]
+    # The read stage runs the read tools this worker registers, replacements included.
+    activities = [a for a in activities if a.__temporal_activity_definition.name != READ_STAGE_ACTIVITY]  # type: ignore[attr-defined]
+    if READ_STAGE_ACTIVITY not in extra_names:
+        activities.append(build_read_stage_activity([*activities, *extra_activities]))
     options: dict[str, Any] = {}
     if not sandboxed_workflows:
         options["workflow_runner"] = UnsandboxedWorkflowRunner()
