@@ -96,3 +96,22 @@ async def test_results_too_large_for_one_payload_run_one_activity_per_call(
     assert all(big + f"call_{i}" in text for i in range(8))
     tools = [t for t in await _activity_types(client, turn.turn_id) if t != "save_turn_result_part"]
     assert tools == [READ_STAGE_ACTIVITY] + ["grep"] * 8
+
+
+def test_a_recorded_history_holds_the_stage_so_replay_covers_it() -> None:
+    from tests.durability.test_replay import load
+
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in load("plan_read_stage").events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled == [READ_STAGE_ACTIVITY, "write_file", READ_STAGE_ACTIVITY]
+    recorded = b"".join(
+        payload.data
+        for e in load("plan_read_stage_local").events
+        if e.HasField("marker_recorded_event_attributes")
+        for details in e.marker_recorded_event_attributes.details.values()
+        for payload in details.payloads
+    )
+    assert b"read-stage-activity" in recorded and READ_STAGE_ACTIVITY.encode() in recorded
