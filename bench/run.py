@@ -61,7 +61,16 @@ def machine() -> dict[str, str]:
         temporalio = version("temporalio")
     except Exception:
         temporalio = "not installed"
+    # The workflow sandbox re-imports workflows/turn.py for every run: without
+    # its .pyc (PYTHONDONTWRITEBYTECODE, no scripts/setup) each turn compiles it.
+    import importlib.util
+
+    turn_source = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "workflows", "turn.py")
+    bytecode = "cached" if os.path.exists(importlib.util.cache_from_source(turn_source)) else (
+        "MISSING (each turn compiles workflows/turn.py: run scripts/setup or python -m compileall workflows)"
+    )
     return {
+        "bytecode": bytecode,
         "nproc": str(os.cpu_count()),
         "cpu": cpu,
         "memory": mem,
@@ -117,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {info['load_average']}"
     )
     _out(f"python {info['python']}, temporalio {info['temporalio']}, {info['date']}")
+    _out(f"workflow bytecode: {info['bytecode']}")
     _out()
 
     rows: list[dict[str, Any]] = []
