@@ -19,7 +19,7 @@ runs again one activity per call.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -33,19 +33,31 @@ with workflow.unsafe.imports_passed_through():
         ReadStageRequest,
         ReadStageResult,
     )
-    from core.contracts import PlannedCall, ToolRequest, ToolResult
+    from core.contracts import PlannedCall, ToolRequest, ToolResult, TurnInput
     from core.tools.formatting import cancelled_result
     from workflows.activity_options import HEARTBEAT_TIMEOUT, LOCAL_START_TO_CLOSE, options_for
-
-if TYPE_CHECKING:
-    from workflows.turn import AgentTurnWorkflow
 
 READ_STAGE_PATCH = "read-stage-activity"
 STAGE_CHUNK = 32
 
 
+class StagedTurn(Protocol):
+    """What the read stage reads and records of the turn (the turn workflow has these)."""
+
+    _turn: TurnInput
+    _recorded: bool
+    _recorded_bytes: int
+    _running: set[int]
+    _dispatch: Any
+
+    def _arguments(self, call: PlannedCall) -> dict[str, Any]: ...
+    def _runs_locally(self) -> bool: ...
+    def _record(self, call: PlannedCall, result: ToolResult) -> None: ...
+    async def _run_parallel(self, group: list[PlannedCall], as_stage: bool = True) -> None: ...
+
+
 class ReadStage:
-    def __init__(self, turn: "AgentTurnWorkflow", describe_failure: Callable[[PlannedCall, BaseException], ToolResult],
+    def __init__(self, turn: StagedTurn, describe_failure: Callable[[PlannedCall, BaseException], ToolResult],
                  history_budget: int) -> None:
         self._turn = turn
         self._describe_failure = describe_failure
