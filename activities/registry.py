@@ -9,6 +9,7 @@ from temporalio import activity
 from activities.base import tool_activity
 from activities.bash.tool import run_bash
 from activities.plan import build_plan_activity
+from activities.read_stage import build_read_stage_activity
 from activities.turn_results import save_turn_result_part
 from activities.files.write import edit_file, read_file, write_file
 from activities.search.grep import glob_files, grep
@@ -41,5 +42,6 @@ def build_activities(
     assert {a.__temporal_activity_definition.name for a in tools} == set(TOOLS)  # type: ignore[attr-defined]
     from activities.txn.activities import build_txn_activities  # rollback, bash preview
 
-    return [*tools, default_policy_activity, build_plan_activity(policy, allowed_root=workspace_root), save_turn_result_part,
+    return [*tools, build_read_stage_activity(tools), default_policy_activity,
+            build_plan_activity(policy, allowed_root=workspace_root), save_turn_result_part,
             *build_txn_activities(workspace_root)]

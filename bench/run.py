@@ -2,8 +2,8 @@
 
     .venv/bin/python -m bench.run [--quick] [--only NAME ...] [--json PATH]
 
-NAME is a module without its ``bench_`` prefix: turns, validator, search,
-read. Each module's ``run(quick)`` returns rows (benchmark, measured,
+NAME is a module without its ``bench_`` prefix: turns, history, validator,
+search, read, bash, capture, streaming. Each module's ``run(quick)`` returns rows (benchmark, measured,
 baseline, ratio, goal, met, notes). A module that fails to import is skipped
 with a note. The exit code is 0 even when goals are missed (this is a
 report); it is 1 only if a benchmark crashed (raised, or returned a row
@@ -23,7 +23,7 @@ import time
 import traceback
 from typing import Any
 
-BENCHES = ["turns", "validator", "search", "read", "bash", "capture", "streaming"]
+BENCHES = ["turns", "history", "validator", "search", "read", "bash", "capture", "streaming"]
 COLUMNS = ["benchmark", "measured", "baseline", "ratio", "goal", "met", "notes"]
 
 
@@ -61,7 +61,16 @@ def machine() -> dict[str, str]:
         temporalio = version("temporalio")
     except Exception:
         temporalio = "not installed"
+    # The workflow sandbox re-imports workflows/turn.py for every run: without
+    # its .pyc (PYTHONDONTWRITEBYTECODE, no scripts/setup) each turn compiles it.
+    import importlib.util
+
+    turn_source = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "workflows", "turn.py")
+    bytecode = "cached" if os.path.exists(importlib.util.cache_from_source(turn_source)) else (
+        "MISSING (each turn compiles workflows/turn.py: run scripts/setup or python -m compileall workflows)"
+    )
     return {
+        "bytecode": bytecode,
         "nproc": str(os.cpu_count()),
         "cpu": cpu,
         "memory": mem,
@@ -76,7 +85,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
-        return "yes" if value else "NO"
+        return "met" if value else "MISSED"  # only the goal column is a bool
     if isinstance(value, float):
         return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
     return str(value).replace("|", "/").replace("\n", " ")
@@ -117,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {info['load_average']}"
     )
     _out(f"python {info['python']}, temporalio {info['temporalio']}, {info['date']}")
+    _out(f"workflow bytecode: {info['bytecode']}")
     _out()
 
     rows: list[dict[str, Any]] = []

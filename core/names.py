@@ -36,6 +36,7 @@ CALL_MODEL_ACTIVITY = "call_model"
 APPEND_TRANSCRIPT_ACTIVITY = "append_transcript"
 DESCRIBE_TURN_ACTIVITY = "describe_turn"
 ABANDON_BATCH_ACTIVITY = "abandon_batch"
+READ_STAGE_ACTIVITY = "read_stage"  # a parallel stage of reads as one activity
 
 # ------------------------------------------------ signals, updates, queries
 # The turn and the session both take approve/reject and answer status.
@@ -55,6 +56,7 @@ RECORDED_PLAN_PATCH = "recorded-plan"
 BASH_RETRY_PATCH = "bash-retry-with-capture"
 PREVIEW_PATCH = "bash-preview"
 STREAMING_DISPATCH_PATCH = "streaming-dispatch"
+READ_STAGE_PATCH = "read-stage-activity"  # a stage of reads runs as one read_stage activity
 SHORT_DIGEST_PATCH = "short-digest"  # a signal may name the short digest the details show
 SEARCH_ATTRIBUTES_PATCH = "turn-search-attributes"  # AgentTurnStatus / AgentWorkspace upserts
 ROLLBACK_HEARTBEAT_PATCH = "rollback-heartbeat"  # rollback_turn gets a heartbeat timeout

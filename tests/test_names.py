@@ -37,6 +37,7 @@ PINNED = {
     "APPEND_TRANSCRIPT_ACTIVITY": "append_transcript",
     "DESCRIBE_TURN_ACTIVITY": "describe_turn",
     "ABANDON_BATCH_ACTIVITY": "abandon_batch",
+    "READ_STAGE_ACTIVITY": "read_stage",
     "APPROVE_SIGNAL": "approve",
     "REJECT_SIGNAL": "reject",
     "DISPATCH_SIGNAL": "dispatch",
@@ -52,6 +53,7 @@ PINNED = {
     "PREVIEW_PATCH": "bash-preview",
     "STREAMING_DISPATCH_PATCH": "streaming-dispatch",
     "SHORT_DIGEST_PATCH": "short-digest",
+    "READ_STAGE_PATCH": "read-stage-activity",
     "SEARCH_ATTRIBUTES_PATCH": "turn-search-attributes",
     "ROLLBACK_HEARTBEAT_PATCH": "rollback-heartbeat",
 }

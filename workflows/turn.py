@@ -64,6 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
     from workflows.turn_dispatch import TurnDispatch
     from workflows.turn_console import details, publish
+    from workflows.read_stage import ReadStage
 
 # Set on a bash result that the plan accepted but the activity's own (newer)
 # rules refused: the command was not run, and it counts as a failed unsafe call.
@@ -375,7 +376,9 @@ class AgentTurnWorkflow:
         self._record(call, result)
         return result
 
-    async def _run_parallel(self, group: list[PlannedCall]) -> None:
+    async def _run_parallel(self, group: list[PlannedCall], as_stage: bool = True) -> None:
+        if as_stage and await ReadStage(self, _describe_infrastructure_failure, HISTORY_BUDGET_BYTES).run(group):
+            return  # reads only: one activity for the stage (patched)
         tasks = [asyncio.create_task(self._invoke(c)) for c in group]
         await workflow.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         failed = next(

@@ -29,7 +29,10 @@ from tests.support import call, save_history
 HISTORIES = Path(__file__).parents[1] / "histories"
 # Scenarios recorded with local activities (the rest use regular ones), so
 # replay covers both kinds of command.
-LOCAL = {"safe_only", "read_after_write", "paused_then_approved", "plan_paused_then_approved", "plan_default_policy"}
+LOCAL = {
+    "safe_only", "read_after_write", "paused_then_approved", "plan_paused_then_approved", "plan_default_policy",
+    "plan_read_stage_local",
+}
 # Recorded by the first release, which planned inside the workflow. They stay
 # as they are (never re-recorded): they prove that turns started by that
 # release still replay. The plan_* scenarios follow a recorded plan.
@@ -104,6 +107,24 @@ SCENARIOS: dict[str, tuple[list[ToolCall], Policy | None]] = {
     "plan_rejected": (
         [call(0, "write_file", path="x.txt", content="x\n"), call(1, "bash", command="make")],
         Policy(mode="ask-writes"),
+    ),
+    # A stage of reads as one read_stage activity (patch read-stage-activity),
+    # one call failing with a business error, then a write and a second stage.
+    "plan_read_stage": (
+        [
+            call(0, "read_file", path="app.py"),
+            call(1, "grep", pattern="def "),
+            call(2, "glob", pattern="*.py"),
+            call(3, "read_file", path="missing.txt"),
+            call(4, "write_file", path="out.txt", content="x\n"),
+            call(5, "read_file", path="out.txt"),
+            call(6, "glob", pattern="*.txt"),
+        ],
+        Policy(mode="auto"),
+    ),
+    "plan_read_stage_local": (
+        [call(0, "read_file", path="app.py"), call(1, "grep", pattern="def "), call(2, "glob", pattern="*.py")],
+        Policy(mode="auto"),
     ),
     # No policy in the input: the worker's default (ask-writes) is part of the plan.
     "plan_default_policy": (

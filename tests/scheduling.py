@@ -1,0 +1,78 @@
+"""Test order for parallel runs (pytest-xdist): the slowest tests first.
+
+Most of the suite's wall time is a few dozen tests that wait (a killed
+worker's heartbeat timeout, a retry's backoff, a restarted server, thousands
+of calls). Handed out in collection order they tend to start last, on
+workers that are otherwise done, and the run ends with one worker waiting
+alone. Started first (with ``--dist load --maxschedchunk 2``, so a worker
+holds at most two tests ahead), they overlap each other and the many short
+tests fill the gaps: longest-first scheduling.
+
+The list is measured (``pytest -n 2 --durations=60``), longest first; a test
+missing from it merely runs in its collection order. Prefixes match every
+parametrization. A single-process run keeps the collection order. A test whose
+cost is a module-scoped fixture shared with its neighbours (the shell corpus
+report) is left out: moved away from them, it would build the fixture twice.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+SLOWEST_FIRST = (
+    "tests/session/test_session_crash.py::test_worker_killed_during_a_model_call_and_during_a_turn",
+    "tests/tools/test_limits.py::test_thousands_of_calls_complete_and_keep_every_result",
+    "tests/cli/test_web_ui.py::test_approve_a_paused_turn_from_the_web_ui",
+    "tests/txn/test_txn_worker_crash.py::test_without_capture_a_lost_command_is_not_run_again",
+    "tests/session/test_session_long.py::test_a_long_session_continues_as_new_and_stays_small",
+    "tests/txn/test_txn_worker_crash.py::test_sigkill_during_the_command_runs_it_again_once",
+    "tests/txn/test_txn_worker_crash.py::test_sigkill_between_journal_and_apply_finishes_the_apply",
+    "tests/durability/test_worker_crash.py::test_killed_after_writes_landed_the_replay_reports_them_applied",
+    "tests/cli/test_client_cli.py::test_twenty_consecutive_runs_all_exit_zero",
+    "tests/txn/test_txn_rollback.py::test_a_turns_changes_land_and_roll_back_after_a_restart",
+    "tests/turn/test_streaming_crash.py::test_worker_killed_mid_stream_after_a_dispatched_call_ran",
+    "tests/durability/test_worker_crash.py::test_worker_killed_mid_batch",
+    "tests/session/test_session_crash.py::test_a_session_waiting_for_approval_survives_killing_worker_and_server",
+    "tests/cli/test_client_cli.py::test_pending_show_approve_reject_from_the_cli",
+    "tests/cli/test_client_cli.py::test_approve_by_signal_while_the_worker_is_down",
+    "tests/durability/test_restart_durability.py::test_pause_survives_killing_worker_and_server",
+    "tests/shell/test_bash_sandbox.py::test_one_memory_limit_for_all_the_command_processes",
+    "tests/txn/test_txn_rollback.py::test_conflicts_escapes_and_timeouts",
+    "tests/txn/test_txn_preview.py::test_approving_a_preview_applies_it_without_a_second_run",
+    "tests/cli/test_session_cli.py::test_session_commands",
+    "tests/tools/test_file_tools.py::test_1gb_sparse_file_read_at_the_end_with_flat_memory",
+    "tests/durability/test_worker_crash.py::test_a_kill_at_a_random_moment_applies_and_reports_each_edit_once",
+    "tests/txn/test_txn_preview.py::test_a_stale_preview_is_not_applied_and_a_rejected_one_is_discarded",
+    "tests/turn/test_streaming.py::test_cancelling_mid_stream_records_the_call_that_ran",
+    "tests/cli/test_client_cli.py::test_run_status_result_and_snapshot_carry",
+    "tests/txn/test_overlay_worker_crash.py::test_sigkill_of_the_worker_lands_the_effect_exactly_once",
+    "tests/session/test_session_control.py::test_broken_stream_server_error_and_rate_limit_are_retried_honouring_retry_after",
+    "tests/turn/test_turn_workflow.py::test_infrastructure_failure_cancels_the_rest_of_its_parallel_stage",
+    "tests/tools/test_fs_huge.py::test_a_window_far_into_a_huge_file_is_refused_with_a_hint",
+    "tests/durability/test_upgrade.py::test_turn_in_flight_finishes_on_a_build_that_rejects_a_command_it_already_ran",
+    "tests/cli/test_client_cli.py::test_every_bad_input_exits_2_with_a_message",
+    "tests/cli/test_client_cli.py::test_run_says_within_seconds_that_no_worker_polls",
+    "tests/turn/test_approval.py::test_reads_only_batch_does_not_pause_and_refuses_decisions",
+    "tests/shell/test_bash_exec.py::test_output_flood_is_bounded_in_result_memory_and_artifact",
+    "tests/durability/test_upgrade_versioning.py::test_a_paused_turn_stays_on_the_build_that_started_it",
+    "tests/tools/test_workspace.py::test_very_long_paths_never_crash",
+    "tests/tools/test_file_tools.py::test_hashing_inline_or_in_a_helper_thread_gives_the_same_result",
+)
+
+
+def _rank(item: pytest.Item) -> int:
+    name = item.nodeid.split("[", 1)[0]
+    try:
+        return SLOWEST_FIRST.index(name)
+    except ValueError:
+        return len(SLOWEST_FIRST)
+
+
+def slowest_first(items: list[pytest.Item]) -> None:
+    """Reorder ``items`` in place, slowest first, when this process is an
+    xdist worker (every worker must collect the same order: the sort is
+    stable and depends only on the node ids)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=_rank)

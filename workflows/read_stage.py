@@ -1,0 +1,152 @@
+"""The turn's side of a stage of reads run as one activity (activities/read_stage.py).
+
+A parallel stage whose calls are all reads (read_file, grep, glob), none of
+them already started or answered by streaming dispatch, is sent as one
+``read_stage`` activity per chunk of at most ``STAGE_CHUNK`` calls instead
+of one activity per call: fewer commands, completions and history events,
+the same per-call results. Turns that predate patch ``READ_STAGE_PATCH``
+replay their one-activity-per-call history unchanged, since the patch is
+asked only when a stage qualifies.
+
+Failures keep their per-call meaning: a call that failed for an
+infrastructure reason gets that result, its siblings in the chunk that had
+finished keep theirs and the others say they were cancelled because of it,
+as in a stage of separate activities. Chunks are independent: a failure in
+one does not cancel another. A chunk whose results would not fit one payload
+runs again one activity per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable, Protocol
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.read_stage import (
+        CALL_FAILED,
+        STAGE_TOOLS,
+        TOO_LARGE,
+        ReadStageRequest,
+        ReadStageResult,
+    )
+    from core.contracts import PlannedCall, ToolRequest, ToolResult, TurnInput
+    from core.names import READ_STAGE_ACTIVITY, READ_STAGE_PATCH
+    from core.tools.formatting import cancelled_result
+    from workflows.activity_options import HEARTBEAT_TIMEOUT, LOCAL_START_TO_CLOSE, options_for
+
+STAGE_CHUNK = 32
+
+
+class StagedTurn(Protocol):
+    """What the read stage reads and records of the turn (the turn workflow has these)."""
+
+    _turn: TurnInput
+    _recorded: bool
+    _recorded_bytes: int
+    _running: set[int]
+    _dispatch: Any
+
+    def _arguments(self, call: PlannedCall) -> dict[str, Any]: ...
+    def _runs_locally(self) -> bool: ...
+    def _record(self, call: PlannedCall, result: ToolResult) -> None: ...
+    async def _run_parallel(self, group: list[PlannedCall], as_stage: bool = True) -> None: ...
+
+
+class ReadStage:
+    def __init__(self, turn: StagedTurn, describe_failure: Callable[[PlannedCall, BaseException], ToolResult],
+                 history_budget: int) -> None:
+        self._turn = turn
+        self._describe_failure = describe_failure
+        self._history_budget = history_budget
+
+    def _qualifies(self, group: list[PlannedCall]) -> bool:
+        t = self._turn
+        dispatch = t._dispatch
+        return (
+            t._recorded
+            and len(group) >= 2
+            and t._recorded_bytes <= self._history_budget
+            and all(
+                c.name in STAGE_TOOLS
+                and c.early_result is None
+                and (dispatch is None or not dispatch.started(c.index))
+                for c in group
+            )
+        )
+
+    async def run(self, group: list[PlannedCall]) -> bool:
+        """Run ``group`` as stage activities; False (nothing done) when it
+        does not qualify or the turn predates the patch."""
+        if not self._qualifies(group) or not workflow.patched(READ_STAGE_PATCH):
+            return False
+        chunks = [group[i : i + STAGE_CHUNK] for i in range(0, len(group), STAGE_CHUNK)]
+        await asyncio.gather(*[self._chunk(chunk) for chunk in chunks])
+        return True
+
+    def _request(self, call: PlannedCall) -> ToolRequest:
+        t = self._turn
+        return ToolRequest(
+            call_id=call.call_id,
+            tool=call.name,
+            workspace_root=t._turn.workspace.root,
+            arguments=t._arguments(call),
+            turn_id=t._turn.turn_id,
+        )
+
+    async def _execute(self, stage: ReadStageRequest) -> ReadStageResult:
+        t = self._turn
+        options = [options_for(r.tool) for r in stage.requests]
+        if t._runs_locally():
+            return await workflow.execute_local_activity(
+                READ_STAGE_ACTIVITY, stage, result_type=ReadStageResult,
+                start_to_close_timeout=LOCAL_START_TO_CLOSE, retry_policy=options[0].retry,
+            )
+        return await workflow.execute_activity(
+            READ_STAGE_ACTIVITY, stage, result_type=ReadStageResult,
+            task_queue=t._turn.workspace.task_queue,
+            start_to_close_timeout=max(o.start_to_close for o in options),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            retry_policy=options[0].retry,
+        )
+
+    async def _chunk(self, chunk: list[PlannedCall]) -> None:
+        t = self._turn
+        stage = ReadStageRequest(requests=[self._request(c) for c in chunk])
+        t._running.update(c.index for c in chunk)
+        try:
+            result = await self._execute(stage)
+        except ActivityError as err:
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type == TOO_LARGE:
+                t._running.difference_update(c.index for c in chunk)
+                await t._run_parallel(chunk, as_stage=False)
+                return
+            self._record_failure(chunk, err)
+            return
+        finally:
+            t._running.difference_update(c.index for c in chunk)
+        for call, one in zip(chunk, result.results):
+            t._record(call, one)
+
+    def _record_failure(self, chunk: list[PlannedCall], err: ActivityError) -> None:
+        t = self._turn
+        cause = err.cause
+        details: dict[str, Any] = {}
+        if isinstance(cause, ApplicationError) and cause.type == CALL_FAILED and cause.details:
+            details = cause.details[0] if isinstance(cause.details[0], dict) else {}
+        if "failed" not in details:  # the stage as a whole failed (timeout, lost worker)
+            for call in chunk:
+                t._record(call, self._describe_failure(call, err))
+            return
+        failed = chunk[int(details["failed"])]
+        done = {int(i): ToolResult.model_validate(r) for i, r in details.get("done", [])}
+        for i, call in enumerate(chunk):
+            if call is failed:
+                t._record(call, self._describe_failure(call, err))
+            elif i in done:
+                t._record(call, done[i])
+            else:
+                t._record(call, cancelled_result(call.call_id, call.name, failed.index, failed.name))
