@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from activities.sandbox.environment import command_path
 from core.shell import validate_command
 from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts
 from core.shell.verdict import Verdict
@@ -75,7 +76,8 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
             path = os.path.join(folder, name)
             if fam not in toolchains and os.path.lexists(path):
                 toolchains[fam] = os.path.relpath(path, root)
-    return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains)
+    env = {"PWD": root, "PATH": command_path(root)}
+    return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains, env=env)
 
 
 def validate_in_workspace(command: str, workspace_root: str) -> Verdict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
+from core.shell.environment import KNOWN_ENV
 from core.shell.facts import SANDBOX_HOME  # noqa: F401 - HOME inside the sandbox (re-exported)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -35,25 +36,13 @@ def command_path(workspace: str, worker_path: str | None = None) -> str:
 def command_env(workspace: str, home: str, tmpdir: str) -> dict[str, str]:
     """The whole environment a command gets: an allowlist, nothing inherited
     except a filtered PATH (API keys, tokens and the like never reach it)."""
+    # The fixed part comes from the validator's table, so a `$HOME` written
+    # out at plan time is what the command would have seen.
     return {
+        **KNOWN_ENV,
         "PATH": command_path(workspace),
         "HOME": home,
         "TMPDIR": tmpdir,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "TERM": "dumb",
-        "PAGER": "cat",
-        "GIT_PAGER": "cat",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_EDITOR": "true",  # `git commit` without -m aborts instead of waiting for an editor
-        "CI": "1",
-        "NO_COLOR": "1",
-        "PIP_NO_INPUT": "1",
-        "DEBIAN_FRONTEND": "noninteractive",
-        # No __pycache__ litter in the workspace; prints reach us at once and in
-        # order with stderr (both go to one pipe).
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
         # A repository's own .git/config can name programs that even a
         # read-only `git status` would run (fsmonitor, hooks, pagers, ext::
         # transports). Config from the environment outranks the repository's.

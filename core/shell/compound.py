@@ -23,10 +23,11 @@ from __future__ import annotations
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 from core.shell.facts import WorkspaceFacts, workspace_key
 from core.shell.lexer import RESERVED
-from core.shell.paths import HARMLESS_DEVICES, where
+from core.shell.paths import HARMLESS_DEVICES, scratch, where
 from core.shell.programs import family, judge
-from core.shell.tokens import Op, Redir, Token, Word
-from core.shell.verdict import H_GLOB, RANK, J, Verdict, rej
+from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, harmless_name
+from core.shell.tokens import Assign, Op, Redir, Token, Word
+from core.shell.verdict import H_GLOB, RANK, J, Verdict, allow, ask, rej
 
 _STDIN_INTERPRETERS = frozenset(
     "python pypy pypy3 perl ruby node nodejs php lua luajit sh bash zsh dash ksh mksh tclsh".split()
@@ -50,22 +51,41 @@ def _first_word_problem(first: Word) -> J | None:
         )
     if "=" in first.value:
         return rej(
-            f"variable assignments (`{first.value}`) are not allowed",
-            "environment variables cannot be set here; pass the value as an argument or option",
+            f"the program name `{first.value}` has a `=` (quoted, it is not a variable assignment)",
+            "write `NAME=value program ...` with the name unquoted, or pass the value as an argument",
         )
     return None
 
 
-def split_tokens(tokens: list[Token]) -> tuple[list[list[list[Token]]], list[str]] | J:
+def _assignment(t: Word, s: str) -> Assign | J | None:
+    """A word written ``NAME=...`` before the program: an environment assignment."""
+    m = ASSIGNMENT.match(s, t.start)
+    if m is None or m.end() > t.end or s[m.end() - 2] == "+":
+        return None
+    problem = assignment_problem(m.group(1))
+    if problem is not None:
+        return problem
+    return Assign(t.start, t.end, m.group(1), t.value.partition("=")[2])
+
+
+def split_tokens(tokens: list[Token], s: str = "") -> tuple[list[list[list[Token]]], list[str]] | J:
     """[pipeline [command [tokens]]] and the list operators between pipelines;
-    keywords, assignments and globs in a program word are rejected here, before
-    the bashlex cross-check, so the reason says what was found."""
+    keywords and globs in a program word are rejected here, before the bashlex
+    cross-check, so the reason says what was found. ``NAME=value`` words before
+    the program (``s`` is the command text) become :class:`Assign` tokens."""
     items: list[list[list[Token]]] = [[[]]]
     ops: list[str] = []
     first = True  # the next word starts a command
     for t in tokens:
         kind = type(t)
         if kind is not Op:
+            if first and kind is Word and s and "=" in t.value and not t.glob:  # type: ignore[union-attr]
+                assign = _assignment(t, s)  # type: ignore[arg-type]
+                if isinstance(assign, J):
+                    return assign
+                if assign is not None:
+                    items[-1][-1].append(assign)
+                    continue
             if first and kind is Word:
                 first = False
                 problem = _first_word_problem(t)  # type: ignore[arg-type]
@@ -105,7 +125,7 @@ def _cd(first: list[list[Token]], ops: list[str], facts: WorkspaceFacts | None) 
     if len(words) != 2 or not isinstance(words[1], Word) or words[1].glob or words[1].value.startswith("-"):
         return rej("only `cd DIR &&` with one plain folder is allowed", "write `cd DIR && COMMAND`")
     target = words[1].value
-    if where(target, None, facts) != "inside":
+    if where(target, None, facts) != "inside" or scratch(workspace_key(target)):
         return rej(f"`cd {target}` leaves the workspace", "use a folder inside the workspace, relative to its root")
     key = workspace_key(target)
     if key.startswith("/") and facts is not None:
@@ -145,6 +165,10 @@ def _redirects(redirs: list[Redir], cwd: str | None, facts: WorkspaceFacts | Non
                 return rej("two inputs for one command", "use one here-document or one `< FILE`")
             out.append(Redirect(r.fd, "<", target))
             continue
+        if scratch(key):
+            notes.append(f"writes `{target}` in the scratch /tmp")
+            out.append(Redirect(1 if r.fd < 0 else r.fd, "&>" if r.fd < 0 else r.op, target))  # type: ignore[arg-type]
+            continue
         floor = "ask"
         exists = facts is None or key in facts.existing
         if r.op == ">" and exists:
@@ -160,9 +184,16 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
     """Judge one simple command: (SimpleCommand, J, program, paths) or a rejection."""
     words: list[Word] = []
     redirs: list[Redir] = []
+    env: list[Assign] = []
     for t in tokens:
-        (words if type(t) is Word else redirs).append(t)  # type: ignore[arg-type]
+        kind = type(t)
+        (words if kind is Word else env if kind is Assign else redirs).append(t)  # type: ignore[arg-type]
     if not words:
+        if env and not redirs:
+            return rej(
+                f"the variable assignment `{env[0].name}=...` sets nothing any later part would see",
+                f"write `export {env[0].name}=... && COMMAND`, or `{env[0].name}=... COMMAND` for one command",
+            )
         return rej("a redirection without a command", "put the program before the redirection")
     # (the program word was checked by split_tokens)
     globs = tuple(w.glob for w in words)
@@ -177,7 +208,14 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
         out, stdin_text, floor, lost, notes, rpaths = red
     else:
         out, stdin_text, floor, lost, notes, rpaths = [], None, "allow", False, [], []
-    program, j, paths = judge(argv, cwd, facts, globs)  # type: ignore[arg-type]
+    if argv[0] == "export" and len(argv) > 1:
+        program, j, paths = "export", _export(words[1:]), []
+    else:
+        program, j, paths = judge(argv, cwd, facts, globs)  # type: ignore[arg-type]
+    if env and j.verdict == "allow":
+        tuned = [a.name for a in env if not harmless_name(a.name)]
+        if tuned:
+            j = J("ask", f"{j.reason}; `{tuned[0]}` set for it may change what `{program}` does", None, j.destructive)
     if stdin_text is not None and j.verdict != "allow" and family((program or "").lower()) in _STDIN_INTERPRETERS:
         script = tuple(a for a in argv if a != "-") + ("HEREDOC",)
         _, inner, _ = judge(script, cwd, facts)
@@ -189,8 +227,29 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
     verdict = j.verdict if RANK[j.verdict] >= RANK[floor] else floor
     reason = "; ".join([j.reason, *notes]) if notes else j.reason
     lost = lost or j.destructive
-    command = SimpleCommand(argv, globs, tuple(out), stdin_text, verdict, reason, lost)  # type: ignore[arg-type]
+    command = SimpleCommand(
+        argv, globs, tuple(out), stdin_text, verdict, reason, lost,  # type: ignore[arg-type]
+        tuple((a.name, a.value) for a in env),
+    )
     return command, J(verdict, reason, None, lost), program, paths + rpaths if rpaths else paths
+
+
+def _export(args: list[Word]) -> J:
+    """``export NAME=value ...``: the environment of the parts after it."""
+    names = []
+    for w in args:
+        name, eq, _ = w.value.partition("=")
+        if not eq or not NAME.fullmatch(name) or w.glob:
+            return rej(f"`export {w.value}`: only `export NAME=value` is allowed",
+                       "write `export NAME=value && COMMAND`")
+        problem = assignment_problem(name)
+        if problem is not None:
+            return problem
+        names.append(name)
+    tuned = [n for n in names if not harmless_name(n)]
+    if tuned:
+        return ask(f"`export` sets `{tuned[0]}` for the later parts, which may change what they do")
+    return allow(f"`export` sets `{names[0]}` for the later parts (output or locale only)")
 
 
 def _show(tokens: list[Token], s: str) -> str:

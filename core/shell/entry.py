@@ -8,8 +8,10 @@ path), the bashlex cross-check (parser_check.py), then the parts are judged
 from __future__ import annotations
 
 from core.shell.compound import judge_tokens, split_tokens
+from core.shell.environment import KNOWN_ENV
 from core.shell.facts import WorkspaceFacts
 from core.shell.lexer import FAST_COMMAND, FAST_WORD
+from core.shell.opaque import judge_opaque
 from core.shell.parser_check import bashlex_check, bashlex_check_plain
 from core.shell.quoting import bashlex_trap, unquote
 from core.shell.tokens import Token, Word, tokenize, word_new
@@ -22,7 +24,31 @@ MAX_TOKENS = 500
 def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdict:
     """Judge ``command``. ``facts`` (from activities/bash/facts.py) lets paths be
     judged by their realpath and toolchain configuration files be seen; without
-    them paths are judged lexically and toolchains are assumed configured."""
+    them paths are judged lexically and toolchains are assumed configured.
+
+    What the plain subset cannot prove (loops, conditions, functions, unknown
+    variables, command substitution, subshells, groups) is judged again as an
+    opaque script (opaque.py): every simple command inside is judged, and the
+    whole is at best ``ask`` with ``opaque=True``."""
+    verdict = _validate(command, facts)
+    if verdict.verdict != "reject" or not isinstance(command, str):
+        return verdict
+    s = command.strip(" \t\n")
+    if not s or len(s) > MAX_COMMAND_CHARS or len(s.split()) > MAX_TOKENS:
+        return verdict
+    return judge_opaque(s, facts, _env(s, facts)) or verdict
+
+
+def _env(s: str, facts: WorkspaceFacts | None) -> dict[str, str]:
+    env = dict(KNOWN_ENV)
+    if facts is not None:
+        env.update(facts.env)
+        if "cd" in s:
+            env.pop("PWD", None)  # the folder changes during the command
+    return env
+
+
+def _validate(command: str, facts: WorkspaceFacts | None) -> Verdict:
     if not isinstance(command, str):
         return Verdict("reject", "the command must be a string", H_PLAIN)
     s = command.strip(" \t\n")
@@ -39,7 +65,7 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
         skeleton = s
         tokens = [word_new((a, b, unquote(s[a:b]), False)) for a, b in (m.span() for m in FAST_WORD.finditer(s))]
     else:
-        lexed = tokenize(s)
+        lexed = tokenize(s, _env(s, facts) if "$" in s else None)
         if isinstance(lexed, J):
             return _rejected(lexed)
         tokens, skeleton = lexed
@@ -57,7 +83,7 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
         problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])  # type: ignore[union-attr]
         if problem is not None:
             return _rejected(problem, words)  # type: ignore[arg-type]
-    split = split_tokens(tokens)
+    split = split_tokens(tokens, s)
     if isinstance(split, J):
         return _rejected(split, words)  # type: ignore[arg-type]
     problem = bashlex_check_plain(skeleton, words) if plain else bashlex_check(skeleton, tokens)  # type: ignore[arg-type]

@@ -39,6 +39,9 @@ class WorkspaceFacts:
     existing: frozenset[str] = frozenset()  # keys that exist
     # toolchain family (or "*") -> the configuration file that selects it
     toolchains: Mapping[str, str] = field(default_factory=dict)
+    # Variables whose value depends on the workspace and the worker (``PWD``,
+    # ``PATH``), known once the workspace is; core.shell.environment has the rest.
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def toolchain_file(self, program: str) -> str | None:
         if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):

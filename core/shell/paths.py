@@ -8,7 +8,8 @@ print them (echo). A path is judged after normalising (``/./etc`` is
 ``/etc``, ``a/../..`` leaves the workspace) and, when the workspace wrapper
 supplied facts, after resolving symlinks with realpath:
 
-* ``inside`` - within the workspace (or a harmless device like /dev/null);
+* ``inside`` - within the workspace, the sandbox's scratch ``/tmp``, or a
+  harmless device like /dev/null;
 * ``outside`` - anywhere else: a read-only command asks, a writing one rejects;
 * ``endless`` - a device that never ends or is not data (/dev/zero,
   /dev/urandom, /dev/tty ...): rejected, whatever reads it.
@@ -96,6 +97,12 @@ def written_paths(fam: str, args: list[str], paths: list[str]) -> list[str]:
     return positional[-1:]
 
 
+def scratch(key: str) -> bool:
+    """Under ``/tmp``: inside the sandbox a private scratch folder (outside the
+    workspace and its changeset), so reading and writing there is harmless."""
+    return key.startswith("/tmp/") or key == "/tmp"
+
+
 def where(path: str, cwd: str | None, facts: WorkspaceFacts | None) -> Where:
     return where_key(workspace_key(path, cwd), facts)
 
@@ -110,6 +117,8 @@ def where_key(key: str, facts: WorkspaceFacts | None) -> Where:
             return "endless"
     if key in HARMLESS_DEVICES:
         return "inside"
+    if scratch(key) and (real is None or scratch(real) or facts is not None and facts.inside(real)):
+        return "inside"  # the sandbox's own /tmp: scratch space, never the host's
     if real is not None and facts is not None:
         return "inside" if facts.inside(real) or real in HARMLESS_DEVICES else "outside"
     if facts is not None and key.startswith("/") and facts.inside(key):

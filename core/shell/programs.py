@@ -9,7 +9,7 @@ import re
 from typing import Callable
 
 from core.shell.facts import TOOLCHAIN_PROGRAMS, WorkspaceFacts, workspace_key
-from core.shell.paths import path_words, where, where_key, written_paths
+from core.shell.paths import path_words, scratch, where, where_key, written_paths
 from core.shell.verdict import H_WRAPPER, J, ask, rej
 
 Handler = Callable[[str, list[str]], J]
@@ -113,6 +113,11 @@ def judge(
                     "only change files inside the workspace, with paths relative to its root",
                 ), []
             outside = outside or p
+    if written and j.verdict == "ask" and not j.destructive and fam in _SCRATCH_WRITERS and all(
+        scratch(k) for k in _keys(written, cwd)
+    ):
+        # only the sandbox's scratch /tmp changes: nothing to approve
+        j = J("allow", f"{j.reason} (only in the scratch /tmp)")
     if j.verdict == "allow":
         toolchain = _toolchain(base.lower(), fam, facts)
         if capped:
@@ -125,6 +130,10 @@ def judge(
 
 
 _TOOLCHAIN_ANY = frozenset().union(*TOOLCHAIN_PROGRAMS.values())
+
+
+# Writers that only create or copy into the paths they write (no program runs).
+_SCRATCH_WRITERS = frozenset("mkdir touch cp tee".split())
 
 
 def _keys(paths: list[str], cwd: str | None) -> list[str]:

@@ -1,0 +1,407 @@
+"""Opaque commands: what the plain subset cannot prove, judged part by part. Pure.
+
+Loops (``for``/``while``/``until``), ``if``, functions, ``$VAR`` of variables
+whose value is not known at plan time, ``$(...)``/backticks/``<(...)``,
+subshells ``( )`` and groups ``{ }`` do not say what will run. Such a command
+is parsed with bashlex and every simple command found in the tree, including
+those inside substitutions, is judged by the ordinary rules
+(compound._command), with each unknown expansion replaced by a neutral word
+(``PLACEHOLDER``); a rejected one rejects the whole. Otherwise the verdict is
+``ask`` with ``opaque=True`` and a reason starting ``opaque: <construct>``:
+the source runs as a bash script on a captured copy of the workspace, and what
+it changed decides.
+
+Still rejected whatever surrounds them: a program name that is a variable
+(``$CMD args``), ``eval``/``exec``/``source``/``trap``/``alias``, background
+jobs (``&``), ANSI-C quoting (``$'...'``), command substitution hidden in a
+``${...}`` default or an unquoted here-document body, invisible or control
+characters, non-ASCII outside quotes, and everything the rules reject
+(network tools, privilege, interactive programs, ``curl ... | sh``).
+Constructs bashlex cannot parse (``case``, ``[[ ]]``, ``$((...))``, quoted
+here-document delimiters inside such a command) keep the plain subset's
+rejection.
+"""
+
+from __future__ import annotations
+
+import bashlex
+
+from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
+from core.shell.compound import _command
+from core.shell.environment import ASSIGNMENT, NAME, assignment_problem
+from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
+from core.shell.tokens import _BAD_BODY, Assign, Redir, Word
+from core.shell.verdict import RANK, J, Verdict, rej
+
+# An unknown expansion is judged as this word: a relative path inside the
+# workspace, a number where a count is expected, never an option.
+PLACEHOLDER = "1"
+OPAQUE = "opaque"
+
+# Builtins that only change the script's own state: no program runs.
+_STATE_BUILTINS = frozenset(
+    "cd pushd popd dirs read set unset shift return exit break continue wait true false : "
+    "local declare typeset readonly export getopts mapfile readarray shopt umask type let".split()
+)
+_ASSIGNING = frozenset("read local declare typeset readonly export getopts mapfile readarray".split())
+_NEVER = frozenset(
+    "eval exec source . trap alias unalias builtin enable coproc hash bind fc history complete compgen "
+    "compopt disown bg fg jobs suspend logout ulimit command".split()
+)
+_CONSTRUCTS = {"for": "for loop", "while": "while loop", "until": "until loop", "if": "if"}
+_SEP = frozenset(" \t\n;|&()<>")
+
+
+class _Stop(Exception):
+    def __init__(self, j: J, where: str = "") -> None:
+        super().__init__(j.reason)
+        self.j, self.where = j, where
+
+
+def _scan(s: str) -> J | None:
+    """Character-level checks bashlex does not make: hidden characters,
+    look-alikes outside quotes, ANSI-C quoting, background jobs, and the
+    single-quoted ``$`` that bashlex 0.18 misreads (or loops on)."""
+    m = _BAD_BODY.search(s)
+    if m is not None:
+        return rej(f"control or invisible character U+{ord(m.group()):04X} at position {m.start()} is not allowed",
+                   "remove control and invisible characters")
+    stack = ["u"]  # u: unquoted, d: inside double quotes ("$(" inside pushes u again)
+    i, n = 0, len(s)
+    while i < n:
+        c, state = s[i], stack[-1]
+        if state == "u":
+            if c == "'":
+                j = s.find("'", i + 1)
+                if j < 0:
+                    return rej(f"unterminated single quote at position {i}", "close the quote")
+                body = s[i + 1 : j]
+                if any(x in body for x in ("$", "`", "<(", ">(")) and not (
+                    (i == 0 or s[i - 1] in _SEP) and (j + 1 == n or s[j + 1] in _SEP)
+                ):
+                    return rej(
+                        f"'$', '`' or '<(' inside single quotes that do not span the whole word at position {i} "
+                        "cannot be checked safely",
+                        "quote the whole word from its first character to its last, e.g. '--opt=$x'",
+                    )
+                i = j + 1
+                continue
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                stack.append("d")
+            elif c == "$" and s[i + 1 : i + 2] == "'":
+                return rej("ANSI-C quoting (`$'...'`) is not allowed", "use plain single quotes")
+            elif c == "$" and s[i + 1 : i + 2] == "(":
+                stack.append("u")
+                i += 2
+                continue
+            elif c == ")" and len(stack) > 1:
+                stack.pop()
+            elif c == "&" and s[i + 1 : i + 2] not in ("&", ">") and s[i - 1 : i] not in ("&", ">", "<", "|"):
+                return rej("background jobs (`&`) are not allowed",
+                           "run the command in the foreground; the tool applies a timeout")
+            elif c == "#" and (i == 0 or s[i - 1] in " \t\n;|&("):
+                j = s.find("\n", i)
+                i = n if j < 0 else j
+                continue
+            elif not c.isascii():
+                return rej(f"non-ASCII character U+{ord(c):04X} at position {i} outside quotes is not allowed "
+                           "(Unicode look-alikes are not what they seem)", "use plain ASCII outside quotes")
+        else:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                stack.pop()
+            elif c == "$" and s[i + 1 : i + 2] == "(":
+                stack.append("u")
+                i += 2
+                continue
+        i += 1
+    return None
+
+
+class _Judge:
+    def __init__(self, s: str, facts: WorkspaceFacts | None, env: dict[str, str]) -> None:
+        self.s, self.facts, self.env = s, facts, env
+        self.constructs: list[str] = []
+        self.commands: list[SimpleCommand] = []
+        self.worst: tuple[J, str, tuple[str, ...]] | None = None
+        self.paths: list[str] = []
+        self.assigned: set[str] = set()
+
+    def construct(self, name: str) -> None:
+        if name not in self.constructs:
+            self.constructs.append(name)
+
+    def show(self, node) -> str:  # type: ignore[no-untyped-def]
+        text = self.s[node.pos[0] : node.pos[1]].replace("\n", " ")
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    # -- the tree ---------------------------------------------------------
+    def node(self, n) -> None:  # type: ignore[no-untyped-def]
+        kind = n.kind
+        if kind in ("list", "pipeline"):
+            for p in n.parts:
+                if p.kind == "operator":
+                    if p.op == "&":
+                        raise _Stop(rej("background jobs (`&`) are not allowed",
+                                        "run the command in the foreground; the tool applies a timeout"))
+                elif p.kind != "pipe":
+                    self.node(p)
+        elif kind == "compound":
+            first = n.list[0] if n.list else None
+            if first is not None and first.kind == "reservedword":
+                self.construct("subshell" if first.word == "(" else "group")
+            for p in n.list:
+                if p.kind != "reservedword":
+                    self.node(p)
+            for r in getattr(n, "redirects", None) or ():
+                if r.kind == "redirect":
+                    self.redirect_alone(r)
+        elif kind in _CONSTRUCTS:
+            self.construct(_CONSTRUCTS[kind])
+            parts = n.parts
+            for k, p in enumerate(parts):
+                if p.kind == "word":
+                    if kind == "for" and k == 1:
+                        self.assigned.add(p.word)
+                    else:
+                        self.value(p)
+                elif p.kind not in ("reservedword", "operator"):
+                    self.node(p)
+        elif kind == "function":
+            self.construct("function")
+            for p in n.parts:
+                if p.kind not in ("word", "reservedword"):
+                    self.node(p)
+        elif kind == "command":
+            self.command(n)
+        elif kind in ("reservedword", "operator", "pipe"):
+            pass
+        else:
+            raise _Stop(rej(f"a {kind} cannot be checked", "write plain commands, loops and conditions"))
+
+    # -- words ------------------------------------------------------------
+    def value(self, w) -> tuple[str, bool, bool]:  # type: ignore[no-untyped-def]
+        """(value with expansions replaced, glob, had an unknown expansion)."""
+        a, b = w.pos
+        subs: dict[int, tuple[int, str]] = {}
+        unknown = False
+        for p in getattr(w, "parts", None) or ():
+            if p.kind == "parameter":
+                name = getattr(p, "value", "") or ""
+                if any(x in name for x in ("$(", "`", "<(", ">(")):
+                    raise _Stop(rej(f"a command inside the parameter expansion `{self.s[p.pos[0]:p.pos[1]]}` "
+                                    "cannot be checked", "run the inner command on its own first"))
+                known = self.env.get(name) if NAME.fullmatch(name) and name not in self.assigned else None
+                if known is None:
+                    unknown = True
+                    self.construct("$" + name if NAME.fullmatch(name) else "${...}")
+                subs[p.pos[0]] = (p.pos[1], PLACEHOLDER if known is None else known)
+            elif p.kind in ("commandsubstitution", "processsubstitution"):
+                self.construct("$(...)" if p.kind == "commandsubstitution" else "<(...)")
+                self.node(p.command)
+                unknown = True
+                subs[p.pos[0]] = (p.pos[1], PLACEHOLDER)
+            elif p.kind == "tilde":
+                tilde = getattr(p, "value", "~")
+                unknown = unknown or tilde != "~"
+                subs[p.pos[0]] = (p.pos[1], SANDBOX_HOME if tilde == "~" else PLACEHOLDER)
+            else:
+                raise _Stop(rej(f"a {p.kind} inside a word cannot be checked", "write the word literally"))
+        out: list[str] = []
+        glob = False
+        quote = ""
+        i = a
+        s = self.s
+        while i < b:
+            if i in subs:
+                end, text = subs[i]
+                out.append(text)
+                i = end
+                continue
+            c = s[i]
+            if quote == "'":
+                if c == "'":
+                    quote = ""
+                else:
+                    out.append(c)
+            elif c == "\\":
+                nxt = s[i + 1 : i + 2]
+                if quote == '"' and nxt not in ('"', "\\", "$", "`", "\n"):
+                    out.append(c)
+                elif nxt != "\n":
+                    out.append(nxt)
+                i += 2
+                continue
+            elif c == '"':
+                quote = "" if quote else '"'
+            elif c == "'" and not quote:
+                quote = "'"
+            else:
+                if not quote and c in "*?[":
+                    glob = True
+                out.append(c)
+            i += 1
+        text = "".join(out)
+        return text, glob and text != "[", unknown
+
+    def redirect(self, r):  # type: ignore[no-untyped-def]
+        """A bashlex redirect as a Redir token (and whether its target is unknown)."""
+        kind, fd = r.type, r.input
+        a, b = r.pos
+        if kind in ("<<", "<<-"):
+            body = r.heredoc.value if getattr(r, "heredoc", None) is not None else ""
+            if "$(" in body or "`" in body:
+                raise _Stop(rej("command substitution in an unquoted here-document body cannot be checked",
+                                "quote the delimiter (<<'EOF') so the body is taken literally"))
+            return Redir(a, b, 0, "<<", body), False
+        if kind == "<<<":
+            text, _, unknown = self.value(r.output)
+            return Redir(a, b, 0, "<<", text + "\n"), False
+        if kind == ">&" and isinstance(r.output, int):
+            return Redir(a, b, 1 if fd is None else fd, ">&", str(r.output)), False
+        ops = {">": ">", ">>": ">>", "<": "<", "&>": ">", ">|": ">", ">&": ">"}
+        if kind not in ops or isinstance(r.output, int):
+            raise _Stop(rej(f"the redirection `{kind}` is not allowed", "use `>`, `>>`, `<` or `2>&1`"))
+        target, glob, unknown = self.value(r.output)
+        if glob:
+            raise _Stop(rej(f"a glob in the redirection target `{self.show(r.output)}` is not allowed",
+                            "name one file"))
+        if kind in ("&>", ">&"):
+            fd = -1
+        elif fd is None:
+            fd = 0 if kind == "<" else 1
+        return Redir(a, b, fd, ops[kind], target), unknown
+
+    def redirect_alone(self, r) -> None:  # type: ignore[no-untyped-def]
+        """A redirection of a whole loop or group: judged as if `cat` had it."""
+        token, unknown = self.redirect(r)
+        got = _command([Word(r.pos[0], r.pos[0], "true", False), token], None, self.facts)
+        if isinstance(got, J):
+            raise _Stop(got, self.show(r))
+        command, j, _, paths = got
+        self.paths.extend(paths)
+        self.note(j._replace(destructive=j.destructive or (unknown and token.op == ">")), self.show(r), ())
+
+    def note(self, j: J, where: str, argv: tuple[str, ...]) -> None:
+        if self.worst is None or RANK[j.verdict] > RANK[self.worst[0].verdict] or (
+            j.destructive and not self.worst[0].destructive and j.verdict == self.worst[0].verdict
+        ):
+            self.worst = (j, where, argv)
+
+    # -- one simple command -------------------------------------------------
+    def command(self, n) -> None:  # type: ignore[no-untyped-def]
+        tokens: list = []
+        words = []
+        unknown_target = False
+        for p in n.parts:
+            if p.kind == "assignment" and not words:
+                m = ASSIGNMENT.match(p.word)
+                if m is None:
+                    raise _Stop(rej(f"the assignment `{self.show(p)}` cannot be checked", "write NAME=value"))
+                problem = assignment_problem(m.group(1))
+                if problem is not None:
+                    raise _Stop(problem, self.show(p))
+                value, _, _ = self.value(p)
+                self.assigned.add(m.group(1))
+                tokens.append(Assign(p.pos[0], p.pos[1], m.group(1), value.partition("=")[2]))
+            elif p.kind in ("word", "assignment"):
+                words.append(p)
+                value, glob, unknown = self.value(p)
+                if len(words) == 1 and (unknown or getattr(p, "parts", None)):
+                    raise _Stop(rej(f"the program name `{self.show(p)}` is a variable or substitution: what runs "
+                                    "cannot be known", "write the program's name literally"), self.show(n))
+                tokens.append(Word(p.pos[0], p.pos[1], value, glob))
+            elif p.kind == "redirect":
+                token, unknown = self.redirect(p)
+                unknown_target = unknown_target or (unknown and token.op == ">")
+                tokens.append(token)
+            else:
+                raise _Stop(rej(f"a {p.kind} in a command cannot be checked", "write plain commands"))
+        if not words:
+            self.construct("variable assignment")
+            if any(type(t) is Redir for t in tokens):
+                raise _Stop(rej("a redirection without a command", "put the program before the redirection"))
+            return
+        name = next(t.value for t in tokens if type(t) is Word)
+        if not name.isascii():
+            raise _Stop(rej(f"the program name {name!r} has non-ASCII characters", "write it in plain ASCII"),
+                        self.show(n))
+        argv = tuple(t.value for t in tokens if type(t) is Word)
+        if name in _NEVER:
+            raise _Stop(rej(f"`{name}` runs code the validator cannot see (or changes the shell itself)",
+                            "run the command itself directly"), self.show(n))
+        if name in _STATE_BUILTINS:
+            if name in _ASSIGNING:
+                for arg in argv[1:]:
+                    var = arg.partition("=")[0]
+                    if NAME.fullmatch(var):
+                        problem = assignment_problem(var)
+                        if problem is not None and ("=" in arg or name != "read"):
+                            raise _Stop(problem, self.show(n))
+                        self.assigned.add(var)
+            j = J("allow", f"`{name}` is a shell builtin (the script's own state)")
+            redirs = [t for t in tokens if type(t) is Redir]
+            if redirs:
+                got = _command([Word(n.pos[0], n.pos[0], "true", False), *redirs], None, self.facts)
+                if isinstance(got, J):
+                    raise _Stop(got, self.show(n))
+                _, rj, _, paths = got
+                self.paths.extend(paths)
+                j = rj._replace(reason=f"`{name}`: {rj.reason}")
+            command = SimpleCommand(argv, (), (), None, j.verdict, j.reason, j.destructive)  # type: ignore[arg-type]
+        else:
+            got = _command(tokens, None, self.facts)
+            if isinstance(got, J):
+                raise _Stop(got, self.show(n))
+            command, j, _, paths = got
+            self.paths.extend(paths)
+        if unknown_target and not j.destructive:
+            j = j._replace(destructive=True, reason=f"{j.reason}; writes a file named by a variable (may overwrite)")
+        self.commands.append(command)
+        self.note(j, self.show(n), argv)
+
+
+def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str]) -> Verdict | None:
+    """The verdict of ``s`` as an opaque script, or None when it has no opaque
+    construct (or bashlex cannot parse it): the plain subset's rejection stands."""
+    problem = _scan(s)
+    if problem is not None:
+        return None if "$" not in s and "(" not in s and "{" not in s else _reject(problem, "")
+    try:
+        trees = bashlex.parse(s)
+    except Exception:  # bashlex raises many exception types: keep the plain rejection
+        return None
+    judge = _Judge(s, facts, env)
+    try:
+        for tree in trees:
+            judge.node(tree)
+    except _Stop as stop:
+        if not judge.constructs:
+            return None
+        return _reject(stop.j, stop.where)
+    except (AttributeError, IndexError, TypeError):  # a tree shape not foreseen: fail closed
+        return None
+    if not judge.constructs or not judge.commands or judge.worst is None:
+        return None
+    j, where, argv = judge.worst
+    what = ", ".join(judge.constructs)
+    reason = f"{OPAQUE}: {what}; runs as a script whose effects are checked; strictest part `{where}`: {j.reason}"
+    commands = tuple(
+        c if RANK[c.verdict] >= RANK["ask"] else SimpleCommand(
+            c.argv, c.globs, c.redirects, c.stdin_text, "ask", c.reason, c.destructive, c.env)
+        for c in judge.commands
+    )
+    plan = CommandList(tuple(Pipeline((c,)) for c in commands), (";",) * (len(commands) - 1), None, s)
+    destructive = any(c.destructive for c in commands)
+    program = argv[0].rsplit("/", 1)[-1] if argv else None
+    return Verdict("ask", reason, None, program, argv, plan, destructive, tuple(judge.paths), True)
+
+
+def _reject(j: J, where: str) -> Verdict:
+    reason = f"{OPAQUE} command: `{where}` is rejected: {j.reason}" if where else j.reason
+    return Verdict("reject", reason, j.hint)
