@@ -27,7 +27,7 @@ from __future__ import annotations
 import bashlex
 
 from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
-from core.shell.compound import _command
+from core.shell.compound import _command, _first_word_problem, runs_download
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
 from core.shell.tokens import _BAD_BODY, Assign, Redir, Word
@@ -131,6 +131,7 @@ class _Judge:
         self.worst: tuple[J, str, tuple[str, ...]] | None = None
         self.paths: list[str] = []
         self.assigned: set[str] = set()
+        self.downloaded: set[str] = set()
 
     def construct(self, name: str) -> None:
         if name not in self.constructs:
@@ -199,7 +200,7 @@ class _Judge:
                 known = self.env.get(name) if NAME.fullmatch(name) and name not in self.assigned else None
                 if known is None:
                     unknown = True
-                    self.construct("$" + name if NAME.fullmatch(name) else "${...}")
+                    self.construct("$" + name if NAME.fullmatch(name) or len(name) == 1 else "${...}")
                 subs[p.pos[0]] = (p.pos[1], PLACEHOLDER if known is None else known)
             elif p.kind in ("commandsubstitution", "processsubstitution"):
                 self.construct("$(...)" if p.kind == "commandsubstitution" else "<(...)")
@@ -313,7 +314,7 @@ class _Judge:
                 words.append(p)
                 value, glob, unknown = self.value(p)
                 if len(words) == 1 and (unknown or getattr(p, "parts", None)):
-                    raise _Stop(rej(f"the program name `{self.show(p)}` is a variable or substitution: what runs "
+                    raise _Stop(rej(f"the program name `{self.show(p)}` is a variable or a substitution: what runs "
                                     "cannot be known", "write the program's name literally"), self.show(n))
                 tokens.append(Word(p.pos[0], p.pos[1], value, glob))
             elif p.kind == "redirect":
@@ -327,10 +328,11 @@ class _Judge:
             if any(type(t) is Redir for t in tokens):
                 raise _Stop(rej("a redirection without a command", "put the program before the redirection"))
             return
-        name = next(t.value for t in tokens if type(t) is Word)
-        if not name.isascii():
-            raise _Stop(rej(f"the program name {name!r} has non-ASCII characters", "write it in plain ASCII"),
-                        self.show(n))
+        first = next(t for t in tokens if type(t) is Word)
+        problem = _first_word_problem(first)
+        if problem is not None:
+            raise _Stop(problem, self.show(n))
+        name = first.value
         argv = tuple(t.value for t in tokens if type(t) is Word)
         if name in _NEVER:
             raise _Stop(rej(f"`{name}` runs code the validator cannot see (or changes the shell itself)",
@@ -358,12 +360,63 @@ class _Judge:
             got = _command(tokens, None, self.facts)
             if isinstance(got, J):
                 raise _Stop(got, self.show(n))
-            command, j, _, paths = got
+            command, j, program, paths = got
+            argv = command.argv
+            ran = runs_download(program, paths, self.downloaded)
+            if ran is not None:
+                raise _Stop(ran, self.show(n))
+            if program in ("curl", "wget"):
+                self.downloaded.update(paths)
             self.paths.extend(paths)
         if unknown_target and not j.destructive:
             j = j._replace(destructive=True, reason=f"{j.reason}; writes a file named by a variable (may overwrite)")
         self.commands.append(command)
         self.note(j, self.show(n), argv)
+
+
+_LEAVES = frozenset(["word", "assignment", "reservedword", "operator", "pipe", "redirect", "heredoc"])
+
+
+def _anchored(trees: list, s: str) -> bool:
+    """bashlex's tree accounts for every character of ``s``: each reserved
+    word and operator sits where the text has it, and whatever no node covers
+    is blank space or a comment. The script that runs is ``s`` itself, so a
+    command the parser skipped would run unjudged."""
+    covered = bytearray(len(s) + 1)
+    stack = list(trees)
+    while stack:
+        node = stack.pop()
+        kind = getattr(node, "kind", None)
+        pos = getattr(node, "pos", None)
+        if kind in _LEAVES and pos is not None:
+            a, b = pos
+            if not (0 <= a <= b <= len(s)):
+                return False
+            if kind == "reservedword" and s[a:b] != node.word:
+                return False
+            if kind == "operator" and s[a:b] != node.op and not (node.op == "\n" and s[a:b] == "\n"):
+                return False
+            if kind == "pipe" and s[a:b] != node.pipe:
+                return False
+            covered[a:b] = b"\x01" * (b - a)
+        for attr in ("parts", "list", "redirects"):
+            stack.extend(getattr(node, attr, None) or ())
+        for attr in ("command", "heredoc", "output"):
+            child = getattr(node, attr, None)
+            if child is not None and hasattr(child, "kind"):
+                stack.append(child)
+    i, n = 0, len(s)
+    while i < n:
+        if covered[i] or s[i] in " \t\n;":
+            i += 1
+        elif s[i] == "#":
+            j = s.find("\n", i)
+            i = n if j < 0 else j
+        elif s[i] == "\\" and s[i + 1 : i + 2] == "\n":
+            i += 2
+        else:
+            return False
+    return True
 
 
 def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str]) -> Verdict | None:
@@ -375,6 +428,8 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str]) -> V
     try:
         trees = bashlex.parse(s)
     except Exception:  # bashlex raises many exception types: keep the plain rejection
+        return None
+    if not _anchored(trees, s):
         return None
     judge = _Judge(s, facts, env)
     try:

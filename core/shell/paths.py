@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from core.shell.facts import WorkspaceFacts, workspace_key
+from core.shell.facts import SANDBOX_HOME, WorkspaceFacts, workspace_key
 from core.shell.options import attached_paths, long_hit, short_hit
 
 Where = Literal["inside", "outside", "endless"]
@@ -97,10 +97,20 @@ def written_paths(fam: str, args: list[str], paths: list[str]) -> list[str]:
     return positional[-1:]
 
 
-def scratch(key: str) -> bool:
+def scratch(key: str, facts: WorkspaceFacts | None = None) -> bool:
     """Under ``/tmp``: inside the sandbox a private scratch folder (outside the
-    workspace and its changeset), so reading and writing there is harmless."""
-    return key.startswith("/tmp/") or key == "/tmp"
+    workspace and its changeset), so reading and writing there is harmless.
+    Not the sandbox's home (``~`` stands for it: a model that writes there
+    means the user's home), and not the workspace when it lies under /tmp
+    (``facts`` tell; without them a write there still asks, see compound)."""
+    if not (key.startswith("/tmp/") or key == "/tmp") or key == SANDBOX_HOME or key.startswith(SANDBOX_HOME + "/"):
+        return False
+    if facts is None:
+        return True
+    real = facts.realpaths.get(key, key)
+    if facts.inside(key) or facts.inside(real):
+        return False
+    return real.startswith("/tmp/") and not (real == SANDBOX_HOME or real.startswith(SANDBOX_HOME + "/"))
 
 
 def where(path: str, cwd: str | None, facts: WorkspaceFacts | None) -> Where:
@@ -117,12 +127,14 @@ def where_key(key: str, facts: WorkspaceFacts | None) -> Where:
             return "endless"
     if key in HARMLESS_DEVICES:
         return "inside"
-    if scratch(key) and (real is None or scratch(real) or facts is not None and facts.inside(real)):
-        return "inside"  # the sandbox's own /tmp: scratch space, never the host's
     if real is not None and facts is not None:
-        return "inside" if facts.inside(real) or real in HARMLESS_DEVICES else "outside"
+        if facts.inside(real) or real in HARMLESS_DEVICES:
+            return "inside"
+        return "inside" if scratch(key, facts) else "outside"
     if facts is not None and key.startswith("/") and facts.inside(key):
         return "inside"  # lexically under the workspace root (not resolved)
+    if scratch(key, facts):
+        return "inside"  # the sandbox's own /tmp (see scratch)
     if key.startswith("/") or key == ".." or key.startswith("../"):
         return "outside"
     return "inside"

@@ -113,8 +113,8 @@ def judge(
                     "only change files inside the workspace, with paths relative to its root",
                 ), []
             outside = outside or p
-    if written and j.verdict == "ask" and not j.destructive and fam in _SCRATCH_WRITERS and all(
-        scratch(k) for k in _keys(written, cwd)
+    if facts is not None and written and j.verdict == "ask" and not j.destructive and fam in _SCRATCH_WRITERS and all(
+        scratch(k, facts) for k in _keys(written, cwd)
     ):
         # only the sandbox's scratch /tmp changes: nothing to approve
         j = J("allow", f"{j.reason} (only in the scratch /tmp)")
@@ -194,7 +194,11 @@ CASES: list[tuple[str, str, str | None]] = [
     ("git log --output=/etc/passwd", "reject", "outside the workspace"),
     ("sort -o/etc/x data.txt", "reject", "outside the workspace"),
     ("mv /etc/hosts x", "reject", "outside the workspace"),
-    ("touch /tmp/x", "reject", "outside the workspace"),
+    # the sandbox's scratch folder (was rejected); `allow` once the workspace
+    # facts show it is not the workspace (tests/shell/test_command_facts.py)
+    ("touch /tmp/x", "ask", None),
+    ("touch /tmp/../etc/x", "reject", "outside the workspace"),
+    ("mv x /tmp/y", "ask", None),
     ("mkdir -p ../sibling", "reject", "outside the workspace"),
     ("tee /proc/sysrq-trigger", "reject", "outside the workspace"),
     ("cp /etc/hosts hosts.txt", "ask", None),

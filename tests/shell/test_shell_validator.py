@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import core.shell as shell_validator
 from core.shell import Verdict, validate_command
-from tests.shell.shell_corpus import ACCEPTS, REJECTS
+from tests.shell.shell_corpus import ACCEPTS, OPAQUE, REJECTS
 
 # --- the corpus ---------------------------------------------------------------
 
@@ -49,6 +49,15 @@ def test_accepts(command: str, verdict: str, argv: tuple[str, ...] | None) -> No
     if argv is not None:
         assert v.argv == argv
     assert v.program == v.argv[0].rsplit("/", 1)[-1]
+
+
+@pytest.mark.parametrize(("command", "construct"), OPAQUE, ids=[repr(c)[:60] for c, _ in OPAQUE])
+def test_opaque_asks_and_runs_as_its_source(command: str, construct: str) -> None:
+    v = validate_command(command)
+    assert (v.verdict, v.opaque) == ("ask", True), (command, v)
+    assert v.reason.startswith("opaque: ") and construct in v.reason.split(";")[0], v.reason
+    assert v.plan is not None and v.plan.script == command.strip()
+    assert v.plan.all_commands() and all(c.verdict in ("ask", "reject") for c in v.plan.all_commands())
 
 
 def test_verdict_shape() -> None:
@@ -139,6 +148,9 @@ def _assert_plain(command: str, v: Verdict) -> None:
         return
     assert v.plan is not None and v.plan.all_commands(), (command, v)
     assert v.argv in [c.argv for c in v.plan.all_commands()]
+    if v.opaque:  # a script of what bashlex parsed: the exact source runs, at best `ask`
+        assert v.verdict == "ask" and v.plan.script == command.strip(" \t\n"), (command, v)
+        return
     if "<<" in command:
         return  # bashlex cannot read quoted here-documents (the validator checks a skeleton)
     kinds: set[str] = set()
@@ -177,7 +189,7 @@ _safe_word = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x
 @given(st.one_of(_shellish, st.lists(_safe_word, min_size=1, max_size=5).map(shlex.join)))
 def test_round_trip(command: str) -> None:
     v = validate_command(command)
-    if v.verdict == "reject":
+    if v.verdict == "reject" or v.opaque:  # an opaque verdict's argv is one part of a script
         return
     again = validate_command(shlex.join(v.argv))
     assert again.verdict != "reject", (command, v, again)
