@@ -33,6 +33,8 @@ _STDIN_INTERPRETERS = frozenset(
     "python pypy pypy3 perl ruby node nodejs php lua luajit sh bash zsh dash ksh mksh tclsh".split()
 )
 _OUT_DEVICES = frozenset(["/dev/null", "/dev/stdout", "/dev/stderr"])
+# Project-environment runners: `uv run python <<'PY'` feeds the here-document to python.
+_ENV_RUNNERS = frozenset("uv poetry pipenv pdm hatch rye".split())
 
 
 def _first_word_problem(first: Word) -> J | None:
@@ -223,7 +225,10 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
         tuned = [a.name for a in env if not harmless_name(a.name)]
         if tuned:
             j = J("ask", f"{j.reason}; `{tuned[0]}` set for it may change what `{program}` does", None, j.destructive)
-    if stdin_text is not None and j.verdict != "allow" and family((program or "").lower()) in _STDIN_INTERPRETERS:
+    if stdin_text is not None and j.verdict != "allow" and (
+        family((program or "").lower()) in _STDIN_INTERPRETERS
+        or (program in _ENV_RUNNERS and argv[1:2] == ("run",) and family(argv[-1].lower()) in _STDIN_INTERPRETERS)
+    ):
         script = tuple(a for a in argv if a != "-") + ("HEREDOC",)
         _, inner, _ = judge(script, cwd, facts)
         if inner.verdict == "reject":
@@ -417,6 +422,8 @@ CASES: list[tuple[str, str, str | None]] = [
     ("cat <<'EOF'x\nEOFx\nrm -rf x\nEOF", "reject", "quoted delimiter"),
     ("cat <<'EOF' > notes.txt\nhello\nEOF", "ask+destructive", "overwrites"),
     ("python3 -c 'x' <<'EOF'\nx\nEOF", "ask", None),
+    ("uv run python <<'EOF'\nimport os\nEOF", "ask", "here-document"),
+    ("uv run bash <<'EOF'\nid\nEOF", "ask", "here-document"),
     ("bash -c 'x' <<'EOF'\nx\nEOF", "reject", "inline code"),
     ("cat <<EOF\nhi $USER\nEOF", "reject", "quoted delimiter"),
     ("cat <<'EOF'\nno end", "reject", "closing"),

@@ -36,7 +36,7 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
     s = command.strip(" \t\n")
     if not s or len(s) > MAX_COMMAND_CHARS or len(s.split()) > MAX_TOKENS:
         return verdict
-    return judge_opaque(s, facts, _env(s, facts)) or verdict
+    return judge_opaque(s, facts, _env(s, facts), verdict.reason) or verdict
 
 
 def _env(s: str, facts: WorkspaceFacts | None) -> dict[str, str]:

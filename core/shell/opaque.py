@@ -24,6 +24,8 @@ rejection.
 
 from __future__ import annotations
 
+import re
+
 import bashlex
 
 from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
@@ -132,6 +134,7 @@ class _Judge:
         self.paths: list[str] = []
         self.assigned: set[str] = set()
         self.downloaded: set[str] = set()
+        self.braces: list[int] = []  # where the last word's brace expansions start (in its value)
 
     def construct(self, name: str) -> None:
         if name not in self.constructs:
@@ -245,6 +248,11 @@ class _Judge:
             else:
                 if not quote and c in "*?[":
                     glob = True
+                if not quote and c == "{":
+                    m = _BRACE.match(s, i)
+                    if m is not None and m.end() <= b:
+                        self.construct("brace expansion")
+                        self.braces.append(len("".join(out)))
                 out.append(c)
             i += 1
         text = "".join(out)
@@ -297,6 +305,7 @@ class _Judge:
     # -- one simple command -------------------------------------------------
     def command(self, n) -> None:  # type: ignore[no-untyped-def]
         tokens: list = []
+        spread: list[tuple[int, list[str]]] = []  # brace words: token index, their expansions
         words = []
         unknown_target = False
         for p in n.parts:
@@ -312,7 +321,10 @@ class _Judge:
                 tokens.append(Assign(p.pos[0], p.pos[1], m.group(1), value.partition("=")[2]))
             elif p.kind in ("word", "assignment"):
                 words.append(p)
+                self.braces = []
                 value, glob, unknown = self.value(p)
+                if self.braces:
+                    spread.append((len(tokens), _alternatives(value, self.braces)))
                 if len(words) == 1 and (unknown or getattr(p, "parts", None)):
                     raise _Stop(rej(f"the program name `{self.show(p)}` is a variable or a substitution: what runs "
                                     "cannot be known", "write the program's name literally"), self.show(n))
@@ -357,6 +369,8 @@ class _Judge:
                 j = rj._replace(reason=f"`{name}`: {rj.reason}")
             command = SimpleCommand(argv, (), (), None, j.verdict, j.reason, j.destructive)  # type: ignore[arg-type]
         else:
+            for k, options in reversed(spread):  # a brace word is the words bash expands it to
+                tokens[k : k + 1] = [tokens[k]._replace(value=option) for option in options]
             got = _command(tokens, None, self.facts)
             if isinstance(got, J):
                 raise _Stop(got, self.show(n))
@@ -372,6 +386,28 @@ class _Judge:
             j = j._replace(destructive=True, reason=f"{j.reason}; writes a file named by a variable (may overwrite)")
         self.commands.append(command)
         self.note(j, self.show(n), argv)
+
+
+_BRACE = re.compile(r"\{([^{}'\"\s$`]*,[^{}'\"\s$`]*|-?\w+\.\.-?\w+(?:\.\.-?\d+)?)\}")
+_MAX_ALTERNATIVES = 16
+
+
+def _alternatives(value: str, starts: list[int]) -> list[str]:
+    """What bash's brace expansion makes of ``value`` (groups at ``starts``;
+    a range by its two ends), at most ``_MAX_ALTERNATIVES``."""
+    out = [value]
+    for start in reversed(starts):
+        nxt = []
+        for text in out:
+            m = _BRACE.match(text, start)
+            if m is None:
+                nxt.append(text)
+                continue
+            inner = m.group(1)
+            parts = inner.split("..")[:2] if ".." in inner and "," not in inner else inner.split(",")
+            nxt += [text[:start] + p + text[m.end():] for p in parts]
+        out = nxt[:_MAX_ALTERNATIVES]
+    return out
 
 
 _LEAVES = frozenset(["word", "assignment", "reservedword", "operator", "pipe", "redirect", "heredoc"])
@@ -419,9 +455,12 @@ def _anchored(trees: list, s: str) -> bool:
     return True
 
 
-def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str]) -> Verdict | None:
+def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plain: str = "") -> Verdict | None:
     """The verdict of ``s`` as an opaque script, or None when it has no opaque
-    construct (or bashlex cannot parse it): the plain subset's rejection stands."""
+    construct (or bashlex cannot parse it): the plain subset's rejection stands.
+    ``plain`` is that rejection's reason: a command the plain subset refused
+    only for quoting it cannot cross-check (``'$'`` or ``->(`` inside a
+    double-quoted word) is opaque too (construct "quoting")."""
     problem = _scan(s)
     if problem is not None:
         return None if "$" not in s and "(" not in s and "{" not in s else _reject(problem, "")
@@ -441,6 +480,8 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str]) -> V
         return _reject(stop.j, stop.where)
     except (AttributeError, IndexError, TypeError):  # a tree shape not foreseen: fail closed
         return None
+    if not judge.constructs and "cannot be checked safely" in plain:
+        judge.construct("quoting")
     if not judge.constructs or not judge.commands or judge.worst is None:
         return None
     j, where, argv = judge.worst

@@ -269,6 +269,15 @@ def _word(
             )
         elif c == "#" and at_start:
             return rej(f"comments ('#' at position {i}) are not allowed", "remove the comment")
+        elif c == "!" and at_start and s[i + 1 : i + 2] in ("", " ", "\n", ";", "|", "&", "=") and (
+            s[i + 1 : i + 2] != "=" or s[i + 2 : i + 3] in ("", " ", "\n")
+        ):
+            # a lone `!` (find's negation) or `!=` (test's): literal words; history expansion
+            # is off in a non-interactive shell and negation needs the command position
+            # (a `!` program is the keyword, rejected by split_tokens)
+            parts.append(c)
+            i += 1
+            continue
         elif c == "!":
             return rej(
                 f"unquoted '!' at position {i} is not allowed (pipeline negation / history expansion)",
