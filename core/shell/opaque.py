@@ -39,6 +39,9 @@ from core.shell.verdict import RANK, J, Verdict, rej
 # workspace, a number where a count is expected, never an option.
 PLACEHOLDER = "1"
 OPAQUE = "opaque"
+# In the reason of an opaque verdict whose every part the rules allow: with
+# an empty changeset it needs no person (the effect gate decides).
+READS_ONLY = "every part only reads"
 
 # Builtins that only change the script's own state: no program runs.
 _STATE_BUILTINS = frozenset(
@@ -195,7 +198,9 @@ class _Judge:
         subs: dict[int, tuple[int, str]] = {}
         unknown = False
         for p in getattr(w, "parts", None) or ():
-            if p.kind == "parameter":
+            if p.kind == "parameter" and not getattr(p, "value", None) and p.pos[1] - p.pos[0] == 1:
+                subs[p.pos[0]] = (p.pos[1], "$")  # a `$` that starts no expansion is literal
+            elif p.kind == "parameter":
                 name = getattr(p, "value", "") or ""
                 if any(x in name for x in ("$(", "`", "<(", ">(")):
                     raise _Stop(rej(f"a command inside the parameter expansion `{self.s[p.pos[0]:p.pos[1]]}` "
@@ -325,7 +330,7 @@ class _Judge:
                 value, glob, unknown = self.value(p)
                 if self.braces:
                     spread.append((len(tokens), _alternatives(value, self.braces)))
-                if len(words) == 1 and (unknown or getattr(p, "parts", None)):
+                if len(words) == 1 and (unknown or getattr(p, "parts", None) or self.braces):
                     raise _Stop(rej(f"the program name `{self.show(p)}` is a variable or a substitution: what runs "
                                     "cannot be known", "write the program's name literally"), self.show(n))
                 tokens.append(Word(p.pos[0], p.pos[1], value, glob))
@@ -486,7 +491,8 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
         return None
     j, where, argv = judge.worst
     what = ", ".join(judge.constructs)
-    reason = f"{OPAQUE}: {what}; runs as a script whose effects are checked; strictest part `{where}`: {j.reason}"
+    reads = f"; {READS_ONLY}" if j.verdict == "allow" else ""
+    reason = f"{OPAQUE}: {what}{reads}; runs as a script whose effects are checked; strictest part `{where}`: {j.reason}"
     commands = tuple(
         c if RANK[c.verdict] >= RANK["ask"] else SimpleCommand(
             c.argv, c.globs, c.redirects, c.stdin_text, "ask", c.reason, c.destructive, c.env)

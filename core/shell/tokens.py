@@ -188,6 +188,11 @@ def _word(
                 d = s[j]
                 if d == "`":
                     return rej(_BACKTICK[0] + ", even inside double quotes", _BACKTICK[1])
+                if d == "$" and s[j + 1 : j + 2] == '"':
+                    seg.append(d)  # `"^\.$"`: a `$` that starts no expansion is literal
+                    patches.append((j, j + 1, "x"))  # (bashlex takes it for an expansion)
+                    j += 1
+                    continue
                 if d == "$":
                     known = _known(s, j, env, True)
                     if known is None:
