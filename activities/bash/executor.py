@@ -266,8 +266,19 @@ class _Builder:
             return f"1>{shlex.quote(path)} 2>&1"
         return f"{r.fd}{r.op}{shlex.quote(path)}"
 
+    def change_folder(self, target: str) -> list[str]:
+        """A later ``cd DIR`` part: the folder the parts after it run in (checked
+        inside the workspace now; bash enters it when its turn comes)."""
+        path = os.path.normpath(os.path.join(self.workdir, target))
+        if not _inside(path, self.root) or (os.path.exists(path) and not _inside(os.path.realpath(path), self.root)):
+            raise PlanError(f"cd {target!r}: not a folder inside the workspace")
+        self.workdir = path
+        return ["cd", os.path.join(self.shown_as, os.path.relpath(path, self.root))]
+
     def command(self, command: SimpleCommand) -> tuple[list[str], list[str], tuple[tuple[str, str], ...]]:
         """(the program's words, the redirections, the environment) of one command."""
+        if command.argv[:1] == ("cd",) and len(command.argv) == 2 and not command.redirects:
+            return self.change_folder(command.argv[1]), [], ()
         words = self.words(command)
         redirects: list[str] = []
         if command.stdin_text is not None:
@@ -283,6 +294,8 @@ class _Builder:
     def rendered(
         self, words: list[str], redirects: list[str], closes: str, env: tuple[tuple[str, str], ...] = ()
     ) -> str:
+        if words[0] == "cd":  # a later `cd DIR` (checked by change_folder): nothing runs outside that folder
+            return f"cd -- {shlex.quote(words[1])} || exit 1"
         if words[0] == "export":  # the builtin: its NAME=value words were judged by the validator
             return " ".join(["export", *map(shlex.quote, words[1:]), *redirects, closes]).rstrip()
         program = resolve_program(words[0], self.path_env, self.workdir)
@@ -346,7 +359,7 @@ def prepare(
             and only.stdin_text is None and not only.env and only.argv[:1] != ("export",)
         ):
             return PreparedPlan(argv=builder.words(only), workdir=command_workdir, shape=[1])
-        parts = [[builder.command(c) for c in p.commands] for p in plan.items]
+        parts = [[builder.command(c) for c in p.commands] for p in plan.items]  # in order: a cd moves later parts
         status_fd = builder.keep(os.memfd_create("status", os.MFD_CLOEXEC))
         script_fd = builder.keep(os.memfd_create("script", os.MFD_CLOEXEC))
         # Every command closes every executor descriptor (after its own

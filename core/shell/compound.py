@@ -141,6 +141,26 @@ def _cd(first: list[list[Token]], ops: list[str], facts: WorkspaceFacts | None) 
     return target, key
 
 
+def _later_cd(part: list[Token], cwd: str | None, facts: WorkspaceFacts | None):
+    """``cd DIR`` as a part of its own after the first: (path key, the new
+    folder relative to the root, DIR, reason), a rejection, or None (not a cd).
+    The later parts are judged in that folder; the executor stops the command
+    if the cd fails, so nothing runs in a folder it was not judged in."""
+    words = [t for t in part if type(t) is Word]
+    if not words or words[0].value != "cd":
+        return None
+    if len(words) != 2 or len(part) != 2 or words[1].glob or words[1].value.startswith("-"):
+        return rej("only `cd DIR` with one plain folder is allowed", "write `cd DIR && COMMAND`")
+    target = words[1].value
+    key = workspace_key(target, cwd)
+    if where(target, cwd, facts) != "inside" or scratch(key, facts) or key == ".." or key.startswith("../"):
+        return rej(f"`cd {target}` leaves the workspace", "use a folder inside the workspace, relative to its root")
+    if key.startswith("/") and facts is not None:
+        real = facts.realpaths.get(key, key)
+        key = real[len(facts.root.rstrip("/")) + 1 :] or "."
+    return workspace_key(target, cwd), key, target, f"`cd {target}` changes the folder of the later parts"
+
+
 def _redirects(redirs: list[Redir], cwd: str | None, facts: WorkspaceFacts | None):
     """(Redirect list, stdin text, verdict floor, destructive, reason, paths) or a rejection."""
     out: list[Redirect] = []
@@ -316,6 +336,15 @@ def judge_tokens(
         commands = []
         for part in pipeline:
             k += 1
+            moved = _later_cd(part, cwd, facts) if len(pipeline) == 1 else None
+            if isinstance(moved, J):
+                return Verdict("reject", f"part {k} of {total} (`{_show(part, s)}`) is rejected: {moved.reason}",
+                               moved.hint, "cd")
+            if moved is not None:
+                cwd = moved[1]
+                paths.append(moved[0])
+                commands.append(SimpleCommand(("cd", moved[2]), (), (), None, "allow", moved[3]))
+                continue
             got = _command(part, cwd, facts)
             if isinstance(got, J):
                 words = [t.value for t in part if isinstance(t, Word)]
@@ -390,8 +419,12 @@ CASES: list[tuple[str, str, str | None]] = [
     ("cd src && rm -rf ../..", "reject", "outside the workspace"),
     ("cd /etc && ls", "reject", "leaves the workspace"),
     ("cd .. && ls", "reject", "leaves the workspace"),
-    ("cd src; ls", "reject", "builtin"),
-    ("ls && cd src", "reject", "builtin"),
+    ("cd src; ls", "allow", "changes the folder"),
+    ("ls && cd src", "allow", "changes the folder"),
+    ("mkdir -p d && cd d && touch x", "ask", None),
+    ("cd src\nrm -rf ../..", "reject", "outside the workspace"),
+    ("ls && cd ..", "reject", "leaves the workspace"),
+    ("ls && cd /etc && cat passwd", "reject", "leaves the workspace"),
     ("cd -P src && ls", "reject", "one plain folder"),
     # globs in arguments, not in the program word
     ("wc -l src/*.py", "allow", None),

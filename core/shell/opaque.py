@@ -63,18 +63,33 @@ class _Stop(Exception):
         self.j, self.where = j, where
 
 
-def _scan(s: str) -> J | None:
+def _scan(s: str, literal: set[int] | None = None) -> J | None:
     """Character-level checks bashlex does not make: hidden characters,
     look-alikes outside quotes, ANSI-C quoting, background jobs, and the
-    single-quoted ``$`` that bashlex 0.18 misreads (or loops on)."""
+    single-quoted ``$`` that bashlex 0.18 misreads (or loops on). Here-document
+    bodies are skipped; ``literal`` receives the position of each ``<<`` whose
+    delimiter is quoted (its body is literal text, see ``_skeleton``)."""
     m = _BAD_BODY.search(s)
     if m is not None:
         return rej(f"control or invisible character U+{ord(m.group()):04X} at position {m.start()} is not allowed",
                    "remove control and invisible characters")
     stack = ["u"]  # u: unquoted, d: inside double quotes ("$(" inside pushes u again)
     i, n = 0, len(s)
+    pending: list[str] = []  # here-document delimiters whose bodies start after this line
     while i < n:
         c, state = s[i], stack[-1]
+        if state == "u" and c == "\n" and pending:
+            i = _skip_bodies(s, i + 1, pending)
+            pending = []
+            continue
+        if state == "u" and s.startswith("<<", i) and not s.startswith("<<<", i):
+            m = _HEREDOC.match(s, i + 2)
+            if m is not None:
+                pending.append(m.group(2))
+                if m.group(1) and literal is not None:
+                    literal.add(i)
+                i = m.end()
+                continue
         if state == "u":
             if c == "'":
                 j = s.find("'", i + 1)
@@ -128,9 +143,69 @@ def _scan(s: str) -> J | None:
     return None
 
 
+_HEREDOC = re.compile(r"-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\1")
+
+
+def _substitutions(body: str) -> list[str]:
+    """The text inside each ``$(...)`` and backtick pair of ``body``; a
+    backslash before ``$`` or a backtick keeps it literal, as bash does."""
+    out, i, n = [], 0, len(body)
+    while i < n:
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "`":
+            j = body.find("`", i + 1)
+            if j < 0:
+                raise _Stop(rej("an unclosed backtick in a here-document body", "quote the delimiter (<<'EOF')"))
+            out.append(body[i + 1 : j])
+            i = j + 1
+            continue
+        if body.startswith("$(", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                depth += {"(": 1, ")": -1}.get(body[j], 0)
+                j += 1
+            if depth:
+                raise _Stop(rej("an unclosed `$(` in a here-document body", "quote the delimiter (<<'EOF')"))
+            out.append(body[i + 2 : j - 1])
+            i = j
+            continue
+        i += 1
+    return out
+
+
+def _skeleton(s: str, literal: set[int]) -> str:
+    """``s`` with the quotes around each quoted here-document delimiter blanked:
+    bashlex (0.18) cannot read ``<<'EOF'``. Same length, so every position
+    still points into ``s``; those bodies are taken literally (``literal``)."""
+    chars = list(s)
+    for i in literal:
+        m = _HEREDOC.match(s, i + 2)
+        if m is not None and m.group(1):
+            chars[m.start(1)] = " "
+            chars[m.end() - 1] = " "
+    return "".join(chars)
+
+
+def _skip_bodies(s: str, i: int, delims: list[str]) -> int:
+    """Past the bodies of the here-documents ``delims``, starting at line ``i``."""
+    for delim in delims:
+        while i < len(s):
+            nl = s.find("\n", i)
+            nl = len(s) if nl < 0 else nl
+            line = s[i:nl]
+            i = nl + 1
+            if line.lstrip("\t") == delim:
+                break
+    return i
+
+
 class _Judge:
     def __init__(self, s: str, facts: WorkspaceFacts | None, env: dict[str, str]) -> None:
         self.s, self.facts, self.env = s, facts, env
+        self.text = s  # the command as written (``s`` may be its skeleton), for reasons
         self.constructs: list[str] = []
         self.commands: list[SimpleCommand] = []
         self.worst: tuple[J, str, tuple[str, ...]] | None = None
@@ -138,13 +213,14 @@ class _Judge:
         self.assigned: set[str] = set()
         self.downloaded: set[str] = set()
         self.braces: list[int] = []  # where the last word's brace expansions start (in its value)
+        self.literal: set[int] = set()  # positions of `<<` with a quoted delimiter
 
     def construct(self, name: str) -> None:
         if name not in self.constructs:
             self.constructs.append(name)
 
     def show(self, node) -> str:  # type: ignore[no-untyped-def]
-        text = self.s[node.pos[0] : node.pos[1]].replace("\n", " ")
+        text = self.text[node.pos[0] : node.pos[1]].replace("\n", " ")
         return text if len(text) <= 60 else text[:57] + "..."
 
     # -- the tree ---------------------------------------------------------
@@ -269,9 +345,20 @@ class _Judge:
         a, b = r.pos
         if kind in ("<<", "<<-"):
             body = r.heredoc.value if getattr(r, "heredoc", None) is not None else ""
+            body = body[: body.rstrip("\n").rfind("\n") + 1]  # bashlex includes the delimiter line
+            if a in self.literal:  # a quoted delimiter: the body is data
+                return Redir(a, b, 0, "<<", body), False
+            if "$(" in body or "`" in body:
+                self.construct("here-document with substitutions")
+                self.body_commands(body)
+                return Redir(a, b, 0, "<<", body), False
             if "$(" in body or "`" in body:
                 raise _Stop(rej("command substitution in an unquoted here-document body cannot be checked",
                                 "quote the delimiter (<<'EOF') so the body is taken literally"))
+            if "$" in body:
+                self.construct("here-document with variables")  # bash expands them in the body
+            else:
+                self.construct("unquoted here-document")
             return Redir(a, b, 0, "<<", body), False
         if kind == "<<<":
             text, _, unknown = self.value(r.output)
@@ -290,6 +377,32 @@ class _Judge:
         elif fd is None:
             fd = 0 if kind == "<" else 1
         return Redir(a, b, fd, ops[kind], target), unknown
+
+    def body_commands(self, body: str) -> None:
+        """The command substitutions in an unquoted here-document body: each
+        inner command is judged like any other (bash runs them)."""
+        for inner in _substitutions(body):
+            problem = _scan(inner)
+            if problem is not None:
+                raise _Stop(problem)
+            try:
+                trees = bashlex.parse(inner)
+            except Exception:
+                raise _Stop(rej(f"the command substitution `{inner[:40]}` in a here-document body cannot be parsed",
+                                "quote the delimiter (<<'EOF') so the body is taken literally")) from None
+            if not _anchored(trees, inner):
+                raise _Stop(rej("a command substitution in a here-document body cannot be checked",
+                                "quote the delimiter (<<'EOF') so the body is taken literally"))
+            sub = _Judge(inner, self.facts, self.env)
+            sub.assigned, sub.downloaded = self.assigned, self.downloaded
+            for tree in trees:
+                sub.node(tree)
+            for name in sub.constructs:
+                self.construct(name)
+            self.commands.extend(sub.commands)
+            self.paths.extend(sub.paths)
+            if sub.worst is not None:
+                self.note(*sub.worst)
 
     def redirect_alone(self, r) -> None:  # type: ignore[no-untyped-def]
         """A redirection of a whole loop or group: judged as if `cat` had it."""
@@ -435,7 +548,11 @@ def _anchored(trees: list, s: str) -> bool:
                 return False
             if kind == "reservedword" and s[a:b] != node.word:
                 return False
-            if kind == "operator" and s[a:b] != node.op and not (node.op == "\n" and s[a:b] == "\n"):
+            if kind == "operator" and node.op == "\n":
+                if s[a : a + 1] != "\n":
+                    return False
+                b = a + 1  # (bashlex stretches it over here-document bodies, which their own nodes cover)
+            elif kind == "operator" and s[a:b] != node.op:
                 return False
             if kind == "pipe" and s[a:b] != node.pipe:
                 return False
@@ -466,16 +583,19 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
     ``plain`` is that rejection's reason: a command the plain subset refused
     only for quoting it cannot cross-check (``'$'`` or ``->(`` inside a
     double-quoted word) is opaque too (construct "quoting")."""
-    problem = _scan(s)
+    literal: set[int] = set()
+    problem = _scan(s, literal)
     if problem is not None:
         return None if "$" not in s and "(" not in s and "{" not in s else _reject(problem, "")
+    parsed = _skeleton(s, literal) if literal else s
     try:
-        trees = bashlex.parse(s)
+        trees = bashlex.parse(parsed)
     except Exception:  # bashlex raises many exception types: keep the plain rejection
         return None
-    if not _anchored(trees, s):
+    if not _anchored(trees, parsed):
         return None
-    judge = _Judge(s, facts, env)
+    judge = _Judge(parsed, facts, env)
+    judge.literal, judge.text = literal, s
     try:
         for tree in trees:
             judge.node(tree)

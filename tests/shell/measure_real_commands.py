@@ -42,6 +42,9 @@ from core.shell.opaque import READS_ONLY
 DATA = Path(__file__).parents[1] / "data"
 CORPUS = DATA / "real_commands.jsonl"
 HOLDOUT = DATA / "real_commands_holdout.jsonl"
+# A second hold-out, drawn when opaque commands, known variables and the scratch
+# /tmp came in: never used to tune the validator (docs/shell_corpus.md).
+HOLDOUT2 = DATA / "real_commands_holdout2.jsonl"
 LABELS = ("allow", "ask", "reject")
 FIELDS = {"command", "label", "destructive", "reason", "source"}
 
