@@ -330,6 +330,7 @@ def judge_tokens(
         paths.append(workspace_key(cd[0]))
         items, ops = items[1:], ops[1:]
     total = sum(len(p) for p in items)
+    start = cwd  # the plan's folder; a later `cd` part moves only the parts after it
     pipelines, worst, k = [], None, 0
     downloaded: set[str] = set()
     for pipeline in items:
@@ -371,7 +372,7 @@ def judge_tokens(
     assert worst is not None
     (k, part), j, program, argv = worst
     name = f"part {k} of {total} (`{_show(part, s)}`)" if total > 1 else ""
-    plan = CommandList(tuple(pipelines), tuple(ops), cwd)  # type: ignore[arg-type]
+    plan = CommandList(tuple(pipelines), tuple(ops), start)  # type: ignore[arg-type]
     lost = any(c.destructive for p in pipelines for c in p.commands)
     if total > 1:
         reason = f"{total} parts; the strictest is {name}: {j.reason}"
@@ -422,6 +423,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("cd src; ls", "allow", "changes the folder"),
     ("ls && cd src", "allow", "changes the folder"),
     ("mkdir -p d && cd d && touch x", "ask", None),
+    ("cd a && cd b && cat x", "allow", None),
     ("cd src\nrm -rf ../..", "reject", "outside the workspace"),
     ("ls && cd ..", "reject", "leaves the workspace"),
     ("ls && cd /etc && cat passwd", "reject", "leaves the workspace"),
