@@ -76,13 +76,21 @@ def _scan(s: str, literal: set[int] | None = None) -> J | None:
     stack = ["u"]  # u: unquoted, d: inside double quotes ("$(" inside pushes u again)
     i, n = 0, len(s)
     pending: list[str] = []  # here-document delimiters whose bodies start after this line
+    backtick = False
     while i < n:
         c, state = s[i], stack[-1]
         if state == "u" and c == "\n" and pending:
             i = _skip_bodies(s, i + 1, pending)
             pending = []
             continue
+        if c == "`" and (i == 0 or s[i - 1] != "\\") and state != "s":
+            backtick = not backtick
         if state == "u" and s.startswith("<<", i) and not s.startswith("<<<", i):
+            if len(stack) > 1 or backtick:
+                # bashlex loses the lines after such a body's first delimiter line (bash runs them)
+                return rej("a here-document inside a command substitution cannot be checked here",
+                           "write the text to a file first (or use the plain \"$(cat <<'EOF' ... EOF)\" "
+                           "message idiom on its own)")
             m = _HEREDOC.match(s, i + 2)
             if m is not None:
                 pending.append(m.group(2))
@@ -288,6 +296,10 @@ class _Judge:
                 subs[p.pos[0]] = (p.pos[1], PLACEHOLDER if known is None else known)
             elif p.kind in ("commandsubstitution", "processsubstitution"):
                 self.construct("$(...)" if p.kind == "commandsubstitution" else "<(...)")
+                lo = p.pos[0] + (1 if self.s[p.pos[0]] == "`" else 2)
+                if not _anchored([p.command], self.s, lo, p.pos[1] - 1):
+                    raise _Stop(rej(f"the substitution `{self.text[p.pos[0]:p.pos[1]][:40]}` cannot be checked",
+                                    "run the inner command on its own first"))
                 self.node(p.command)
                 unknown = True
                 subs[p.pos[0]] = (p.pos[1], PLACEHOLDER)
@@ -444,7 +456,8 @@ class _Judge:
                 if self.braces:
                     spread.append((len(tokens), _alternatives(value, self.braces)))
                 if len(words) == 1 and (unknown or getattr(p, "parts", None) or self.braces):
-                    raise _Stop(rej(f"the program name `{self.show(p)}` is a variable or a substitution: what runs "
+                    what = "a brace expansion" if self.braces else "a variable or a substitution"
+                    raise _Stop(rej(f"the program name `{self.show(p)}` is {what}: what runs "
                                     "cannot be known", "write the program's name literally"), self.show(n))
                 tokens.append(Word(p.pos[0], p.pos[1], value, glob))
             elif p.kind == "redirect":
@@ -531,11 +544,11 @@ def _alternatives(value: str, starts: list[int]) -> list[str]:
 _LEAVES = frozenset(["word", "assignment", "reservedword", "operator", "pipe", "redirect", "heredoc"])
 
 
-def _anchored(trees: list, s: str) -> bool:
-    """bashlex's tree accounts for every character of ``s``: each reserved
-    word and operator sits where the text has it, and whatever no node covers
-    is blank space or a comment. The script that runs is ``s`` itself, so a
-    command the parser skipped would run unjudged."""
+def _anchored(trees: list, s: str, lo: int = 0, hi: int | None = None) -> bool:
+    """bashlex's tree accounts for every character of ``s[lo:hi]``: each
+    reserved word and operator sits where the text has it, and whatever no
+    node covers is blank space or a comment. The script that runs is ``s``
+    itself, so a command the parser skipped would run unjudged."""
     covered = bytearray(len(s) + 1)
     stack = list(trees)
     while stack:
@@ -563,7 +576,7 @@ def _anchored(trees: list, s: str) -> bool:
             child = getattr(node, attr, None)
             if child is not None and hasattr(child, "kind"):
                 stack.append(child)
-    i, n = 0, len(s)
+    i, n = lo, len(s) if hi is None else hi
     while i < n:
         if covered[i] or s[i] in " \t\n;":
             i += 1
@@ -586,7 +599,11 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
     literal: set[int] = set()
     problem = _scan(s, literal)
     if problem is not None:
-        return None if "$" not in s and "(" not in s and "{" not in s else _reject(problem, "")
+        # the plain subset's reason stands when it is as good (no opaque construct in sight,
+        # or a here-document idiom it already explained)
+        if ("$" not in s and "(" not in s and "{" not in s) or "here-document" in plain:
+            return None
+        return _reject(problem, "")
     parsed = _skeleton(s, literal) if literal else s
     try:
         trees = bashlex.parse(parsed)

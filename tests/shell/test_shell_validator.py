@@ -84,7 +84,7 @@ def test_hints_are_actionable() -> None:
     assert "tail -n" in validate_command("tail -f x").hint  # type: ignore[operator]
     assert "write_file" in validate_command("bash -c 'x'").hint  # type: ignore[operator]
     assert "cd DIR &&" in validate_command("cd src").hint  # type: ignore[operator]
-    assert "quote the delimiter" in validate_command("cat <<EOF\nx\nEOF").hint  # type: ignore[operator]
+    assert "quote the delimiter" in validate_command("cat <<EOF\n$(\nEOF").hint  # type: ignore[operator]
 
 
 @pytest.mark.parametrize(
