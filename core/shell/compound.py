@@ -337,7 +337,8 @@ def judge_tokens(
         commands = []
         for part in pipeline:
             k += 1
-            moved = _later_cd(part, cwd, facts) if len(pipeline) == 1 else None
+            first = part[0]
+            moved = _later_cd(part, cwd, facts) if type(first) is Word and first.value == "cd" and len(pipeline) == 1 else None
             if isinstance(moved, J):
                 return Verdict("reject", f"part {k} of {total} (`{_show(part, s)}`) is rejected: {moved.reason}",
                                moved.hint, "cd")
@@ -362,7 +363,7 @@ def judge_tokens(
             if ran is not None:
                 return Verdict("reject", f"part {k} of {total} (`{_show(part, s)}`) is rejected: {ran.reason}",
                                ran.hint, program, command.argv)
-            if family((program or "").lower()) in _FETCHERS:
+            if program in _FETCHERS:
                 downloaded.update(part_paths)
             commands.append(command)
             paths.extend(part_paths)

@@ -30,8 +30,8 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
     variables, command substitution, subshells, groups) is judged again as an
     opaque script (opaque.py): every simple command inside is judged, and the
     whole is at best ``ask`` with ``opaque=True``."""
-    verdict = _validate(command, facts)
-    if verdict.verdict != "reject" or not isinstance(command, str):
+    verdict, final = _validate(command, facts)
+    if final or verdict.verdict != "reject" or not isinstance(command, str):
         return verdict
     s = command.strip(" \t\n")
     if not s or len(s) > MAX_COMMAND_CHARS or len(s.split()) > MAX_TOKENS:
@@ -48,18 +48,19 @@ def _env(s: str, facts: WorkspaceFacts | None) -> dict[str, str]:
     return env
 
 
-def _validate(command: str, facts: WorkspaceFacts | None) -> Verdict:
+def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool]:
+    """The plain subset's verdict, and whether it is final (no opaque reading)."""
     if not isinstance(command, str):
-        return Verdict("reject", "the command must be a string", H_PLAIN)
+        return Verdict("reject", "the command must be a string", H_PLAIN), True
     s = command.strip(" \t\n")
     if not s:
-        return Verdict("reject", "empty command", "give the command to run, e.g. `ls -la src`")
+        return Verdict("reject", "empty command", "give the command to run, e.g. `ls -la src`"), True
     if len(s) > MAX_COMMAND_CHARS:
         return Verdict(
             "reject",
             f"the command is too long ({len(s)} characters, at most {MAX_COMMAND_CHARS})",
             "put long content in a file with the write_file tool and pass the file name",
-        )
+        ), True
     tokens: list[Token]
     if FAST_COMMAND.fullmatch(s):
         skeleton = s
@@ -67,7 +68,7 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> Verdict:
     else:
         lexed = tokenize(s, _env(s, facts) if "$" in s else None)
         if isinstance(lexed, J):
-            return _rejected(lexed)
+            return _rejected(lexed), False
         tokens, skeleton = lexed
     if len(tokens) > MAX_TOKENS:
         # bashlex takes about a quarter millisecond per word: bound the time a
@@ -76,20 +77,23 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> Verdict:
             "reject",
             f"the command has too many words and operators ({len(tokens)}, at most {MAX_TOKENS})",
             "split it into several bash calls, or pass long lists through a file",
-        )
+        ), True
     plain = skeleton is s and not any(type(t) is not Word for t in tokens)  # one command of words
     words = tokens if plain else [t for t in tokens if type(t) is Word]
     if "$" in skeleton or "`" in skeleton or "(" in skeleton:
         problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])  # type: ignore[union-attr]
         if problem is not None:
-            return _rejected(problem, words)  # type: ignore[arg-type]
+            return _rejected(problem, words), False  # type: ignore[arg-type]
     split = split_tokens(tokens, s)
     if isinstance(split, J):
-        return _rejected(split, words)  # type: ignore[arg-type]
+        return _rejected(split, words), False  # type: ignore[arg-type]
     problem = bashlex_check_plain(skeleton, words) if plain else bashlex_check(skeleton, tokens)  # type: ignore[arg-type]
     if problem is not None:
-        return _rejected(problem, words)  # type: ignore[arg-type]
-    return judge_tokens(split, s, facts)
+        return _rejected(problem, words), False  # type: ignore[arg-type]
+    judged = judge_tokens(split, s, facts)
+    # Every part parsed as a plain command: a rule's rejection is final, there is
+    # no opaque construct to look for (and no second bashlex parse for it).
+    return judged, "variable assignment" not in judged.reason
 
 
 def _rejected(j: J, words: list[Word] | None = None) -> Verdict:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import core.shell as shell_validator
 from core.shell import Verdict, validate_command
+from core.shell.environment import KNOWN_ENV
 from tests.shell.shell_corpus import ACCEPTS, OPAQUE, REJECTS
 
 # --- the corpus ---------------------------------------------------------------
@@ -129,7 +130,7 @@ _FRAGMENTS = [
     "&&", ";", ";;", "<", ">", ">>", "2>&1", "<<EOF", "(", ")", "{", "}", "[", "]", "[[", "*", "?",
     "~", "~root", "#", "!", "=", "a=b", "\n", "\t", " ", "  ", "if", "then", "fi", "for", "do",
     "done", "case", "esac", "in", "time", "function", "f()", "\x00", "\x1b", "\u2010", "\u0455",
-    "HEAD~1", "--", "-e", "'s/a/b/'", "x.py", "python3", "-m", "pytest", "find", "-exec", ";",
+    "HEAD~1", "--", "-e", "$HOME", "${LANG}", "A=1", "X=$HOME", "'s/a/b/'", "x.py", "python3", "-m", "pytest", "find", "-exec", ";",
     "'{}'", "{}", ",", "%", "^", ":", "@", "+",
 ]
 
@@ -139,7 +140,7 @@ _shellish = st.lists(st.sampled_from(_FRAGMENTS), min_size=0, max_size=8).map(
 _texts = st.text(max_size=40) | st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40)
 
 
-_PLAIN_KINDS = {"list", "pipeline", "command", "word", "operator", "pipe", "redirect"}
+_PLAIN_KINDS = {"list", "pipeline", "command", "word", "assignment", "operator", "pipe", "redirect"}  # NAME=value prefixes
 
 
 def _assert_plain(command: str, v: Verdict) -> None:
@@ -157,10 +158,13 @@ def _assert_plain(command: str, v: Verdict) -> None:
 
     def walk(node: object) -> None:
         kinds.add(node.kind)  # type: ignore[attr-defined]
-        if node.kind == "word":  # type: ignore[attr-defined]
-            # The one expansion accepted: a leading `~` (written out as the
-            # sandbox's home in the plan, see ACCEPTS).
+        if node.kind in ("word", "assignment"):  # type: ignore[attr-defined]
+            # The expansions accepted: a leading `~` and the sandbox's known
+            # variables (written out in the plan, see ACCEPTS).
             for part in node.parts:  # type: ignore[attr-defined]
+                if part.kind == "parameter":
+                    assert part.value in KNOWN_ENV, command
+                    continue
                 assert part.kind == "tilde" and part.value == "~", command
                 assert part.pos[0] == node.pos[0], command  # type: ignore[attr-defined]
             return
