@@ -17,14 +17,13 @@ jobs (``&``), ANSI-C quoting (``$'...'``), command substitution hidden in a
 ``${...}`` default or an unquoted here-document body, invisible or control
 characters, non-ASCII outside quotes, and everything the rules reject
 (network tools, privilege, interactive programs, ``curl ... | sh``).
-Constructs bashlex cannot parse (``case``, ``[[ ]]``, ``$((...))``, quoted
-here-document delimiters inside such a command) keep the plain subset's
-rejection.
+Constructs bashlex cannot parse (``case``, ``[[ ]]``, ``$((...))``) keep the
+plain subset's rejection; so does a here-document inside a command
+substitution, whose later lines bashlex loses. Quoted here-document
+delimiters are read through a skeleton (opaque_text.skeleton).
 """
 
 from __future__ import annotations
-
-import re
 
 import bashlex
 
@@ -32,7 +31,8 @@ from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
 from core.shell.compound import _command, _first_word_problem, runs_download
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
-from core.shell.tokens import _BAD_BODY, Assign, Redir, Word
+from core.shell.opaque_text import BRACE, alternatives, anchored, scan, skeleton, substitutions
+from core.shell.tokens import Assign, Redir, Word
 from core.shell.verdict import RANK, J, Verdict, rej
 
 # An unknown expansion is judged as this word: a relative path inside the
@@ -54,160 +54,10 @@ _NEVER = frozenset(
     "compopt disown bg fg jobs suspend logout ulimit command".split()
 )
 _CONSTRUCTS = {"for": "for loop", "while": "while loop", "until": "until loop", "if": "if"}
-_SEP = frozenset(" \t\n;|&()<>")
-
-
 class _Stop(Exception):
     def __init__(self, j: J, where: str = "") -> None:
         super().__init__(j.reason)
         self.j, self.where = j, where
-
-
-def _scan(s: str, literal: set[int] | None = None) -> J | None:
-    """Character-level checks bashlex does not make: hidden characters,
-    look-alikes outside quotes, ANSI-C quoting, background jobs, and the
-    single-quoted ``$`` that bashlex 0.18 misreads (or loops on). Here-document
-    bodies are skipped; ``literal`` receives the position of each ``<<`` whose
-    delimiter is quoted (its body is literal text, see ``_skeleton``)."""
-    m = _BAD_BODY.search(s)
-    if m is not None:
-        return rej(f"control or invisible character U+{ord(m.group()):04X} at position {m.start()} is not allowed",
-                   "remove control and invisible characters")
-    stack = ["u"]  # u: unquoted, d: inside double quotes ("$(" inside pushes u again)
-    i, n = 0, len(s)
-    pending: list[str] = []  # here-document delimiters whose bodies start after this line
-    backtick = False
-    while i < n:
-        c, state = s[i], stack[-1]
-        if state == "u" and c == "\n" and pending:
-            i = _skip_bodies(s, i + 1, pending)
-            pending = []
-            continue
-        if c == "`" and (i == 0 or s[i - 1] != "\\") and state != "s":
-            backtick = not backtick
-        if state == "u" and s.startswith("<<", i) and not s.startswith("<<<", i):
-            if len(stack) > 1 or backtick:
-                # bashlex loses the lines after such a body's first delimiter line (bash runs them)
-                return rej("a here-document inside a command substitution cannot be checked here",
-                           "write the text to a file first (or use the plain \"$(cat <<'EOF' ... EOF)\" "
-                           "message idiom on its own)")
-            m = _HEREDOC.match(s, i + 2)
-            if m is not None:
-                pending.append(m.group(2))
-                if m.group(1) and literal is not None:
-                    literal.add(i)
-                i = m.end()
-                continue
-        if state == "u":
-            if c == "'":
-                j = s.find("'", i + 1)
-                if j < 0:
-                    return rej(f"unterminated single quote at position {i}", "close the quote")
-                body = s[i + 1 : j]
-                if any(x in body for x in ("$", "`", "<(", ">(")) and not (
-                    (i == 0 or s[i - 1] in _SEP) and (j + 1 == n or s[j + 1] in _SEP)
-                ):
-                    return rej(
-                        f"'$', '`' or '<(' inside single quotes that do not span the whole word at position {i} "
-                        "cannot be checked safely",
-                        "quote the whole word from its first character to its last, e.g. '--opt=$x'",
-                    )
-                i = j + 1
-                continue
-            if c == "\\":
-                i += 2
-                continue
-            if c == '"':
-                stack.append("d")
-            elif c == "$" and s[i + 1 : i + 2] == "'":
-                return rej("ANSI-C quoting (`$'...'`) is not allowed", "use plain single quotes")
-            elif c == "$" and s[i + 1 : i + 2] == "(":
-                stack.append("u")
-                i += 2
-                continue
-            elif c == ")" and len(stack) > 1:
-                stack.pop()
-            elif c == "&" and s[i + 1 : i + 2] not in ("&", ">") and s[i - 1 : i] not in ("&", ">", "<", "|"):
-                return rej("background jobs (`&`) are not allowed",
-                           "run the command in the foreground; the tool applies a timeout")
-            elif c == "#" and (i == 0 or s[i - 1] in " \t\n;|&("):
-                j = s.find("\n", i)
-                i = n if j < 0 else j
-                continue
-            elif not c.isascii():
-                return rej(f"non-ASCII character U+{ord(c):04X} at position {i} outside quotes is not allowed "
-                           "(Unicode look-alikes are not what they seem)", "use plain ASCII outside quotes")
-        else:
-            if c == "\\":
-                i += 2
-                continue
-            if c == '"':
-                stack.pop()
-            elif c == "$" and s[i + 1 : i + 2] == "(":
-                stack.append("u")
-                i += 2
-                continue
-        i += 1
-    return None
-
-
-_HEREDOC = re.compile(r"-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\1")
-
-
-def _substitutions(body: str) -> list[str]:
-    """The text inside each ``$(...)`` and backtick pair of ``body``; a
-    backslash before ``$`` or a backtick keeps it literal, as bash does."""
-    out, i, n = [], 0, len(body)
-    while i < n:
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "`":
-            j = body.find("`", i + 1)
-            if j < 0:
-                raise _Stop(rej("an unclosed backtick in a here-document body", "quote the delimiter (<<'EOF')"))
-            out.append(body[i + 1 : j])
-            i = j + 1
-            continue
-        if body.startswith("$(", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                depth += {"(": 1, ")": -1}.get(body[j], 0)
-                j += 1
-            if depth:
-                raise _Stop(rej("an unclosed `$(` in a here-document body", "quote the delimiter (<<'EOF')"))
-            out.append(body[i + 2 : j - 1])
-            i = j
-            continue
-        i += 1
-    return out
-
-
-def _skeleton(s: str, literal: set[int]) -> str:
-    """``s`` with the quotes around each quoted here-document delimiter blanked:
-    bashlex (0.18) cannot read ``<<'EOF'``. Same length, so every position
-    still points into ``s``; those bodies are taken literally (``literal``)."""
-    chars = list(s)
-    for i in literal:
-        m = _HEREDOC.match(s, i + 2)
-        if m is not None and m.group(1):
-            chars[m.start(1)] = " "
-            chars[m.end() - 1] = " "
-    return "".join(chars)
-
-
-def _skip_bodies(s: str, i: int, delims: list[str]) -> int:
-    """Past the bodies of the here-documents ``delims``, starting at line ``i``."""
-    for delim in delims:
-        while i < len(s):
-            nl = s.find("\n", i)
-            nl = len(s) if nl < 0 else nl
-            line = s[i:nl]
-            i = nl + 1
-            if line.lstrip("\t") == delim:
-                break
-    return i
 
 
 class _Judge:
@@ -297,7 +147,7 @@ class _Judge:
             elif p.kind in ("commandsubstitution", "processsubstitution"):
                 self.construct("$(...)" if p.kind == "commandsubstitution" else "<(...)")
                 lo = p.pos[0] + (1 if self.s[p.pos[0]] == "`" else 2)
-                if not _anchored([p.command], self.s, lo, p.pos[1] - 1):
+                if not anchored([p.command], self.s, lo, p.pos[1] - 1):
                     raise _Stop(rej(f"the substitution `{self.text[p.pos[0]:p.pos[1]][:40]}` cannot be checked",
                                     "run the inner command on its own first"))
                 self.node(p.command)
@@ -342,7 +192,7 @@ class _Judge:
                 if not quote and c in "*?[":
                     glob = True
                 if not quote and c == "{":
-                    m = _BRACE.match(s, i)
+                    m = BRACE.match(s, i)
                     if m is not None and m.end() <= b:
                         self.construct("brace expansion")
                         self.braces.append(len("".join(out)))
@@ -393,8 +243,11 @@ class _Judge:
     def body_commands(self, body: str) -> None:
         """The command substitutions in an unquoted here-document body: each
         inner command is judged like any other (bash runs them)."""
-        for inner in _substitutions(body):
-            problem = _scan(inner)
+        inners = substitutions(body)
+        if isinstance(inners, J):
+            raise _Stop(inners)
+        for inner in inners:
+            problem = scan(inner)
             if problem is not None:
                 raise _Stop(problem)
             try:
@@ -402,7 +255,7 @@ class _Judge:
             except Exception:
                 raise _Stop(rej(f"the command substitution `{inner[:40]}` in a here-document body cannot be parsed",
                                 "quote the delimiter (<<'EOF') so the body is taken literally")) from None
-            if not _anchored(trees, inner):
+            if not anchored(trees, inner):
                 raise _Stop(rej("a command substitution in a here-document body cannot be checked",
                                 "quote the delimiter (<<'EOF') so the body is taken literally"))
             sub = _Judge(inner, self.facts, self.env)
@@ -454,7 +307,7 @@ class _Judge:
                 self.braces = []
                 value, glob, unknown = self.value(p)
                 if self.braces:
-                    spread.append((len(tokens), _alternatives(value, self.braces)))
+                    spread.append((len(tokens), alternatives(value, self.braces)))
                 if len(words) == 1 and (unknown or getattr(p, "parts", None) or self.braces):
                     what = "a brace expansion" if self.braces else "a variable or a substitution"
                     raise _Stop(rej(f"the program name `{self.show(p)}` is {what}: what runs "
@@ -519,77 +372,6 @@ class _Judge:
         self.note(j, self.show(n), argv)
 
 
-_BRACE = re.compile(r"\{([^{}'\"\s$`]*,[^{}'\"\s$`]*|-?\w+\.\.-?\w+(?:\.\.-?\d+)?)\}")
-_MAX_ALTERNATIVES = 16
-
-
-def _alternatives(value: str, starts: list[int]) -> list[str]:
-    """What bash's brace expansion makes of ``value`` (groups at ``starts``;
-    a range by its two ends), at most ``_MAX_ALTERNATIVES``."""
-    out = [value]
-    for start in reversed(starts):
-        nxt = []
-        for text in out:
-            m = _BRACE.match(text, start)
-            if m is None:
-                nxt.append(text)
-                continue
-            inner = m.group(1)
-            parts = inner.split("..")[:2] if ".." in inner and "," not in inner else inner.split(",")
-            nxt += [text[:start] + p + text[m.end():] for p in parts]
-        out = nxt[:_MAX_ALTERNATIVES]
-    return out
-
-
-_LEAVES = frozenset(["word", "assignment", "reservedword", "operator", "pipe", "redirect", "heredoc"])
-
-
-def _anchored(trees: list, s: str, lo: int = 0, hi: int | None = None) -> bool:
-    """bashlex's tree accounts for every character of ``s[lo:hi]``: each
-    reserved word and operator sits where the text has it, and whatever no
-    node covers is blank space or a comment. The script that runs is ``s``
-    itself, so a command the parser skipped would run unjudged."""
-    covered = bytearray(len(s) + 1)
-    stack = list(trees)
-    while stack:
-        node = stack.pop()
-        kind = getattr(node, "kind", None)
-        pos = getattr(node, "pos", None)
-        if kind in _LEAVES and pos is not None:
-            a, b = pos
-            if not (0 <= a <= b <= len(s)):
-                return False
-            if kind == "reservedword" and s[a:b] != node.word:
-                return False
-            if kind == "operator" and node.op == "\n":
-                if s[a : a + 1] != "\n":
-                    return False
-                b = a + 1  # (bashlex stretches it over here-document bodies, which their own nodes cover)
-            elif kind == "operator" and s[a:b] != node.op:
-                return False
-            if kind == "pipe" and s[a:b] != node.pipe:
-                return False
-            covered[a:b] = b"\x01" * (b - a)
-        for attr in ("parts", "list", "redirects"):
-            stack.extend(getattr(node, attr, None) or ())
-        for attr in ("command", "heredoc", "output"):
-            child = getattr(node, attr, None)
-            if child is not None and hasattr(child, "kind"):
-                stack.append(child)
-    i, n = lo, len(s) if hi is None else hi
-    while i < n:
-        if covered[i] or s[i] in " \t\n;":
-            i += 1
-        elif s[i] == "#":
-            j = s.find("\n", i)
-            i = n if j < 0 else j
-        elif s[i] == "\\" and s[i + 1 : i + 2] == "\n":
-            i += 2
-        else:
-            return False
-    return True
-
-
 def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plain: str = "") -> Verdict | None:
     """The verdict of ``s`` as an opaque script, or None when it has no opaque
     construct (or bashlex cannot parse it): the plain subset's rejection stands.
@@ -597,19 +379,19 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
     only for quoting it cannot cross-check (``'$'`` or ``->(`` inside a
     double-quoted word) is opaque too (construct "quoting")."""
     literal: set[int] = set()
-    problem = _scan(s, literal)
+    problem = scan(s, literal)
     if problem is not None:
         # the plain subset's reason stands when it is as good (no opaque construct in sight,
         # or a here-document idiom it already explained)
         if ("$" not in s and "(" not in s and "{" not in s) or "here-document" in plain:
             return None
         return _reject(problem, "")
-    parsed = _skeleton(s, literal) if literal else s
+    parsed = skeleton(s, literal) if literal else s
     try:
         trees = bashlex.parse(parsed)
     except Exception:  # bashlex raises many exception types: keep the plain rejection
         return None
-    if not _anchored(trees, parsed):
+    if not anchored(trees, parsed):
         return None
     judge = _Judge(parsed, facts, env)
     judge.literal, judge.text = literal, s
