@@ -211,6 +211,7 @@ class _Builder:
         self.programs: list[str] = []
         self.shown_as = root  # where the command sees ``root`` (differs for an overlay view)
         self.open_in_sandbox = False
+        self.sandboxed = True  # /tmp is the sandbox's own scratch folder (not the host's)
 
     def keep(self, fd: int) -> int:
         high = _private_fd(fd)
@@ -245,6 +246,11 @@ class _Builder:
             path = "/dev/null"
         elif _scratch(r.target):
             # the sandbox's own /tmp (a private scratch folder): bash opens it there
+            if not self.sandboxed:
+                raise PlanError(
+                    f"the redirection to {r.target!r} needs the sandbox's private /tmp, and this worker runs "
+                    "commands without the sandbox; write the file inside the workspace instead"
+                )
             path = os.path.normpath(r.target)
         else:
             if write and self.read_only:
@@ -325,6 +331,7 @@ def prepare(
     path_env: str | None = None,
     view: str | None = None,
     open_in_sandbox: bool = False,
+    sandboxed: bool = True,
 ) -> PreparedPlan:
     """Turn ``plan`` into what ``execute`` runs (see the module's doc). The
     caller must ``close()`` the result. ``view``: the host folder that shows
@@ -347,6 +354,7 @@ def prepare(
     # The working folder as the command sees it (the view is bound at root).
     builder.shown_as = root
     builder.open_in_sandbox = open_in_sandbox
+    builder.sandboxed = sandboxed
     rel = os.path.relpath(workdir, seen_root)
     command_workdir = root if rel == "." else os.path.join(root, rel)
     only = plan.items[0].commands[0]
@@ -425,6 +433,7 @@ async def execute_plan(
     read_only: bool = False,
     view: str | None = None,
     wrap: Callable[[list[str]], list[str]] | None = None,
+    sandboxed: bool = True,
     **options: Any,
 ) -> ExecOutcome:
     """Run ``plan`` in the workspace ``root`` behind every fence (``options``
@@ -435,7 +444,8 @@ async def execute_plan(
     private mount namespace); redirections are then opened inside. The
     command sees the same paths either way. Raises PlanError before anything
     runs when the plan cannot be run as validated."""
-    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=wrap is not None)
+    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=wrap is not None,
+                       sandboxed=sandboxed)
     try:
         outcome = await execute(
             prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,

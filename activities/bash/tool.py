@@ -308,6 +308,7 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
             args.timeout_seconds,
             read_only=read_only,
             wrap=capture.wrap if capture is not None else None,
+            sandboxed=box == "bwrap",
             artifact_root=root,
             call_id=request.call_id,
             on_heartbeat=_heartbeat,

@@ -134,3 +134,11 @@ async def test_an_opaque_plan_never_runs_read_only(workspace: Path) -> None:
         prepare(v.plan, str(workspace), read_only=True)
     with pytest.raises(PlanError):
         await execute_plan(v.plan, str(workspace), 10, read_only=True)
+
+
+def test_a_scratch_tmp_redirection_needs_the_sandbox(workspace: Path) -> None:
+    v = validate_command("echo hi > /tmp/x.txt && cat /tmp/x.txt")
+    assert v.plan is not None
+    prepare(v.plan, str(workspace), read_only=True).close()  # in the sandbox: bash opens its own /tmp
+    with pytest.raises(PlanError, match="private /tmp"):
+        prepare(v.plan, str(workspace), read_only=False, sandboxed=False)
