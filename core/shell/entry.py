@@ -14,7 +14,7 @@ from core.shell.lexer import FAST_COMMAND, FAST_WORD
 from core.shell.opaque import judge_opaque
 from core.shell.parser_check import bashlex_check, bashlex_check_plain
 from core.shell.quoting import bashlex_trap, unquote
-from core.shell.tokens import Token, Word, tokenize, word_new
+from core.shell.tokens import Redir, Token, Word, tokenize, word_new
 from core.shell.verdict import H_PLAIN, J, Verdict
 
 MAX_COMMAND_CHARS = 10_000
@@ -81,7 +81,10 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool
     plain = skeleton is s and not any(type(t) is not Word for t in tokens)  # one command of words
     words = tokens if plain else [t for t in tokens if type(t) is Word]
     if "$" in skeleton or "`" in skeleton or "(" in skeleton:
-        problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])  # type: ignore[union-attr]
+        spans = [(w.start, w.end) for w in words]  # type: ignore[union-attr]
+        if not plain:  # redirection targets are words to bashlex too
+            spans += [_target_span(skeleton, t) for t in tokens if type(t) is Redir and t.op != "<<"]
+        problem = bashlex_trap(skeleton, spans)
         if problem is not None:
             return _rejected(problem, words), False  # type: ignore[arg-type]
     split = split_tokens(tokens, s)
@@ -94,6 +97,14 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool
     # Every part parsed as a plain command: a rule's rejection is final, there is
     # no opaque construct to look for (and no second bashlex parse for it).
     return judged, "variable assignment" not in judged.reason
+
+
+def _target_span(s: str, r: Redir) -> tuple[int, int]:
+    """The target word of a redirection (after its descriptor, operator and blanks)."""
+    i = r.start
+    while i < r.end and s[i] in "0123456789&<> ":
+        i += 1
+    return (i, r.end) if i < r.end else (r.start, r.end)
 
 
 def _rejected(j: J, words: list[Word] | None = None) -> Verdict:

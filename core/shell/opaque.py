@@ -31,7 +31,7 @@ from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
 from core.shell.compound import _command, _first_word_problem, runs_download
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
-from core.shell.opaque_text import BRACE, alternatives, anchored, scan, skeleton, substitutions
+from core.shell.opaque_text import BRACE, alternatives, anchored, scan, skeleton, substitutions, unclosed_brace
 from core.shell.tokens import Assign, Redir, Word
 from core.shell.verdict import RANK, J, Verdict, rej
 
@@ -248,6 +248,8 @@ class _Judge:
             raise _Stop(inners)
         for inner in inners:
             problem = scan(inner)
+            if problem is None and unclosed_brace(inner):
+                problem = rej("an unclosed `${` in a here-document body", "quote the delimiter (<<'EOF')")
             if problem is not None:
                 raise _Stop(problem)
             try:
@@ -387,6 +389,8 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
             return None
         return _reject(problem, "")
     parsed = skeleton(s, literal) if literal else s
+    if unclosed_brace(parsed):
+        return None  # (see unclosed_brace) the plain subset's rejection stands
     try:
         trees = bashlex.parse(parsed)
     except Exception:  # bashlex raises many exception types: keep the plain rejection

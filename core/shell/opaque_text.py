@@ -15,7 +15,10 @@ import re
 from core.shell.tokens import _BAD_BODY
 from core.shell.verdict import J, rej
 
-_SEP = frozenset(" \t\n;|&()<>")
+# Where a single-quoted word may start and end for bashlex to read it as
+# literal (not `<`, `>` or `(`: bashlex glues `<(ls)'x'` into one word).
+_BEFORE = frozenset(" \t\n;|&")
+_AFTER = frozenset(" \t\n;|&)")
 
 
 
@@ -36,8 +39,13 @@ def scan(s: str, literal: set[int] | None = None) -> J | None:
     while i < n:
         c, state = s[i], stack[-1]
         if state == "u" and c == "\n" and pending:
-            i = _skip_bodies(s, i + 1, pending)
-            pending = []
+            end = _skip_bodies(s, i + 1, pending)
+            if "${" in s[i:end] and "'" in s[i:end]:
+                # bashlex may read a body as words (a `<<` it does not take for a
+                # here-document) and misread the quotes around the `${`: see unclosed_brace
+                return rej("a here-document body with both `${` and single quotes cannot be checked here",
+                           "write the text to a file first, or quote the delimiter in a plain command")
+            i, pending = end, []
             continue
         if c == "`" and (i == 0 or s[i - 1] != "\\") and state != "s":
             backtick = not backtick
@@ -61,7 +69,7 @@ def scan(s: str, literal: set[int] | None = None) -> J | None:
                     return rej(f"unterminated single quote at position {i}", "close the quote")
                 body = s[i + 1 : j]
                 if any(x in body for x in ("$", "`", "<(", ">(")) and not (
-                    (i == 0 or s[i - 1] in _SEP) and (j + 1 == n or s[j + 1] in _SEP)
+                    (i == 0 or s[i - 1] in _BEFORE) and (j + 1 == n or s[j + 1] in _AFTER)
                 ):
                     return rej(
                         f"'$', '`' or '<(' inside single quotes that do not span the whole word at position {i} "
@@ -235,3 +243,22 @@ def anchored(trees: list, s: str, lo: int = 0, hi: int | None = None) -> bool:
         else:
             return False
     return True
+
+
+def unclosed_brace(s: str) -> bool:
+    """A ``${`` without a ``}`` after it, wherever it is (quoted or not, in a
+    here-document body or not): bashlex 0.18 searches for its end forever
+    when it misreads the quoting around one (``x'${'``, ``'${'x``), and a pure
+    function cannot time it out. Counted on the raw text, so no quoting rule
+    can hide one."""
+    depth = 0
+    i = s.find("${")
+    if i < 0:
+        return False
+    for k in range(i, len(s)):
+        if s.startswith("${", k):
+            depth += 1
+        elif s[k] == "}" and depth:
+            depth -= 1
+    return depth > 0
+

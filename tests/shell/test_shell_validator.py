@@ -4,8 +4,11 @@ commands with a plan; argv survives a shlex round trip)."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import sys
 from collections import Counter
+from pathlib import Path
 
 import bashlex
 import pytest
@@ -216,3 +219,18 @@ def test_shlex_quoted_arguments_survive() -> None:
         v = validate_command(shlex.join(["echo", arg]))
         assert v.verdict == "allow", (arg, v)
         assert v.argv == ("echo", arg)
+
+
+@pytest.mark.parametrize("command", ["cat > x'${'", " > /tmp/x'${'", "ls 2> a'${'b", "cat < '${'x",
+                                     "for f in a; do echo x'${'; done", "\n'${'<(ls) && }$HOME",
+                                     "for f in a b; do <<EOF\nx'${'; fi}'done)", "#}<<EOF\n'${'<(ls) )}"])
+def test_bashlex_never_loops(command: str) -> None:
+    """bashlex 0.18 searches forever for the end of a `${` it misreads inside
+    single quotes; a redirection target, an opaque command or a here-document
+    body must not hand it one (the validator runs inside workflow tasks)."""
+    import subprocess
+
+    code = "import sys; from core.shell import validate_command; print(validate_command(sys.argv[1]).verdict)"
+    done = subprocess.run([sys.executable, "-c", code, command], capture_output=True, text=True, timeout=20,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert done.stdout.strip() == "reject", done
