@@ -17,7 +17,9 @@ from pydantic import ValidationError
 from temporalio import activity
 
 from activities.txn.applied import record_result, recorded_result
-from activities.workspace.paths import WorkspaceError, save_artifact
+from activities.workspace.artifacts import save_artifact
+from activities.workspace.paths import WorkspaceError
+from activities.workspace.root import serves
 from core.tools.arguments import describe_validation_error
 from core.contracts import ToolRequest, ToolResult
 from core.tools.specs import BASH, TOOLS, ToolArgs
@@ -58,10 +60,9 @@ def _check_root(request: ToolRequest, allowed_root: str | None) -> ToolResult | 
     """A worker serves the workspace it was started for and nothing else."""
     if allowed_root is None:
         return None
-    allowed = os.path.realpath(allowed_root)
-    asked = os.path.realpath(request.workspace_root)
-    if asked == allowed or asked.startswith(allowed.rstrip("/") + "/"):
+    if serves(allowed_root, request.workspace_root):
         return None
+    allowed = os.path.realpath(allowed_root)
     return ToolResult.error(
         request.call_id,
         request.tool,

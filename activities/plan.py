@@ -26,10 +26,10 @@ import core.turn.policy as policy_module
 import core.shell as shell_validator
 from core.contracts import Policy, ToolCall, TurnPlan
 from core.turn.planning import make_plan
+from core.names import PLAN_TURN_ACTIVITY
 from core.turn.policy import RiskDecision
 from core.shell import Verdict
 
-PLAN_TURN_ACTIVITY = "plan_turn"
 
 
 class PlanRequest(BaseModel):

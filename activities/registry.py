@@ -13,7 +13,7 @@ from activities.turn_results import save_turn_result_part
 from activities.files.write import edit_file, read_file, write_file
 from activities.search.grep import glob_files, grep
 from core.contracts import Policy
-from core.turn.policy import DEFAULT_POLICY_ACTIVITY
+from core.names import DEFAULT_POLICY_ACTIVITY
 from core.tools.specs import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, TOOLS, WRITE_FILE
 
 

@@ -19,8 +19,8 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities.workspace.paths import ARTIFACTS_DIR, workspace_root
+from core.names import SAVE_RESULT_PART_ACTIVITY
 
-SAVE_RESULT_PART_ACTIVITY = "save_turn_result_part"
 RESULTS_DIR = "turn-results"
 
 

@@ -28,10 +28,11 @@ from typing import Any
 from core.session.providers import entry_text
 from core.session.contracts import SessionResult, SessionState, SessionView
 from runtime import session_api as sessions
+from core.contracts import POLICY_MODES
+from runtime.config import DEFAULT_TASK_QUEUE
 from runtime.connection import connect
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
-DEFAULT_TASK_QUEUE = "agent-tools"
 
 
 def _err(text: str) -> None:
@@ -56,7 +57,7 @@ def register(sub: Any) -> None:
     run.add_argument("--model", required=True, help="model name, e.g. gpt-4.1 or claude-sonnet-4-5")
     run.add_argument("--base-url", help="API base URL (default: the worker's OPENAI_BASE_URL / ANTHROPIC_BASE_URL)")
     run.add_argument("--prompt", required=True, help="what the agent should do")
-    run.add_argument("--policy", choices=["auto", "ask-writes", "ask-all"], help="approval mode (default: the worker's)")
+    run.add_argument("--policy", choices=POLICY_MODES, help="approval mode (default: the worker's)")
     run.add_argument("--max-turns", type=int, help="stop after this many model calls (default 100)")
     run.add_argument("--max-output-tokens", type=int,
                      help="cap on one response's tokens (Anthropic default 8192; OpenAI: none sent)")

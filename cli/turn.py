@@ -33,12 +33,14 @@ from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build
 import cli.session
 from core.tools.call_documents import CallDocumentError, calls_from_document
 from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
-from core.tools.formatting import describe_pending_call, render_text, shown
+from core.tools.formatting import render_text, shown
+from core.tools.specs import describe_pending_call
 from core.shell import validate_command
 from core.tools.specs import tool_definitions
+from core.contracts import POLICY_MODES
+from runtime.config import DEFAULT_TASK_QUEUE
 from runtime.connection import ConnectionFailed, connect
 
-DEFAULT_TASK_QUEUE = "agent-tools"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
 
 
@@ -319,7 +321,7 @@ async def cmd_decide(client: Client, args: argparse.Namespace, approve: bool) ->
 # ------------------------------------------------------------------ main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="client.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--address", help="Temporal host:port (default: TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or 'default')")
@@ -332,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workflow-task-queue", help="run the workflow itself on another queue")
     run.add_argument("--turn-id", help="workflow id (default: a new random one)")
     run.add_argument("--snapshots", help="JSON 'snapshots' an earlier turn returned")
-    run.add_argument("--policy", choices=["auto", "ask-writes", "ask-all"], help="default: the worker's")
+    run.add_argument("--policy", choices=POLICY_MODES, help="default: the worker's")
     run.add_argument(
         "--execution",
         choices=["auto", "local", "remote"],

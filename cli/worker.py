@@ -18,18 +18,20 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from core.contracts import Policy
+from core.contracts import POLICY_MODES, Policy
 from runtime.connection import ConnectionFailed, connect, connect_settings
 from runtime.devserver import DevServer, DevServerError, port_open
-from runtime.worker import DEFAULT_TASK_QUEUE, build_worker
+from core.config import SANDBOX_ENV, SANDBOX_MODES, SettingError
+from runtime.config import DEFAULT_TASK_QUEUE, TASK_QUEUE_ENV, WorkerConfig
+from runtime.worker import build_worker
 
 log = logging.getLogger("worker")
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+def _parse_args(argv: list[str] | None, config: WorkerConfig) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", required=True, help="folder whose files this worker's tools may touch")
-    parser.add_argument("--task-queue", default=os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE))
+    parser.add_argument("--task-queue", default=config.task_queue, help=f"default: {TASK_QUEUE_ENV} or {DEFAULT_TASK_QUEUE}")
     parser.add_argument("--address", help="Temporal frontend host:port (default: TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace (default: TEMPORAL_NAMESPACE or 'default')")
     parser.add_argument("--dev-server", action="store_true", help="start the embedded dev server if none answers")
@@ -37,18 +39,18 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ui-port", type=int, default=8233, help="dev server Web UI port")
     parser.add_argument(
         "--policy",
-        choices=["auto", "ask-writes", "ask-all"],
+        choices=POLICY_MODES,
         default="ask-writes",
         help="default approval mode for turns that do not name a policy",
     )
     parser.add_argument(
         "--deployment-name",
-        default=os.environ.get("AGENT_DEPLOYMENT_NAME"),
+        default=config.deployment_name,
         help="worker versioning: the deployment this worker belongs to (with --build-id)",
     )
     parser.add_argument(
         "--build-id",
-        default=os.environ.get("AGENT_BUILD_ID"),
+        default=config.build_id,
         help="worker versioning: this build's id; turns stay pinned to the build that started them",
     )
     parser.add_argument(
@@ -58,14 +60,15 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--sandbox",
-        choices=["auto", "required", "off"],
-        default=os.environ.get("AGENT_TOOLS_SANDBOX", "auto"),
-        help="bash OS sandbox (bubblewrap): auto uses it where it works, required refuses to run without it",
+        choices=SANDBOX_MODES,
+        default=config.tools.sandbox,
+        help=f"bash OS sandbox (bubblewrap): auto uses it where it works, required refuses to run without it "
+        f"(default: {SANDBOX_ENV} or auto)",
     )
     return parser.parse_args(argv)
 
 
-async def _serve(args: argparse.Namespace) -> int:
+async def _serve(args: argparse.Namespace, config: WorkerConfig) -> int:
     if bool(args.deployment_name) != bool(args.build_id):
         log.error("--deployment-name and --build-id go together (worker versioning needs both)")
         return 2
@@ -73,7 +76,7 @@ async def _serve(args: argparse.Namespace) -> int:
     if not workspace.is_dir():
         log.error("workspace %s is not a folder: create it or pass another --workspace", workspace)
         return 2
-    os.environ["AGENT_TOOLS_SANDBOX"] = args.sandbox
+    tools = config.tools.replace(sandbox=args.sandbox)
 
     server: DevServer | None = None
     settings = connect_settings(args.address, args.namespace)
@@ -118,6 +121,7 @@ async def _serve(args: argparse.Namespace) -> int:
             default_policy=Policy(mode=args.policy),
             sandboxed_workflows=not args.unsandboxed_workflows,
             deployment=(args.deployment_name, args.build_id) if args.deployment_name else None,
+            tool_settings=tools,
         )
         async with worker:
             log.info(
@@ -135,7 +139,13 @@ async def _serve(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    code = asyncio.run(_serve(_parse_args(argv)))
+    try:
+        config = WorkerConfig.from_env()
+    except SettingError as exc:
+        log.error("%s", exc)
+        code = 2
+    else:
+        code = asyncio.run(_serve(_parse_args(argv, config), config))
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -8,7 +8,7 @@ can import it.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -102,10 +102,15 @@ class PolicyRule(BaseModel):
     command_prefix: str | None = None  # bash only: matched on whole words
 
 
+# The approval modes, in the order the command lines list them.
+PolicyMode = Literal["auto", "ask-writes", "ask-all"]
+POLICY_MODES: tuple[str, ...] = get_args(PolicyMode)
+
+
 class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["auto", "ask-writes", "ask-all"] = "ask-writes"
+    mode: PolicyMode = "ask-writes"
     rules: list[PolicyRule] = Field(default_factory=list)
     # Silence for this long turns into a rejection; None waits for ever.
     approval_timeout_seconds: float | None = None

@@ -25,7 +25,8 @@ from pathlib import Path
 from temporalio.client import Client, WorkflowHandle
 
 from core.contracts import Policy, PolicyRule, Snapshot, ToolCall, TurnProgress, TurnResult, TurnStatus
-from core.tools.formatting import describe_pending_call, render_text, shown
+from core.tools.formatting import render_text, shown
+from core.tools.specs import describe_pending_call
 from core.shell import validate_command
 from demo.session import run_session_demo
 from runtime.api import TurnClient, build_turn_input, load_offloaded

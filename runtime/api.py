@@ -11,7 +11,7 @@ cannot: a turn whose workflow task keeps failing is reported as
 ``TurnStuck`` (which turn, since when, the first line of the failure, what to
 do), a query nobody answers times out as ``TurnNotAnswering``, and a start
 with no worker polling the queue is ``NoWorker``. ``add_to_worker`` puts our
-workflow and activities into an existing worker's options.
+plugin (every workflow and activity) into an existing worker's options.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, TaskQueueType
@@ -49,10 +49,10 @@ from core.contracts import (
     Workspace,
 )
 from core.turn.limits import LimitExceeded, check_batch
-from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
+from core.names import TURN_WORKFLOW
+from workflows.turn import AgentTurnWorkflow
 from core.txn_contracts import RollbackResult
 from runtime.txn_api import rollback  # noqa: F401 - rollback(client, turn_id)
-from workflows.rollback import TurnRollbackWorkflow
 
 QUERY_TIMEOUT_S = 5.0
 # A poller is listed for a while after its last poll (a long poll lasts ~60 s).
@@ -144,7 +144,7 @@ class StuckTask:
             )
         if "not registered" in text or "unknown workflow" in text:
             return (
-                f"The worker polling its task queue does not know the workflow type {WORKFLOW_NAME}: "
+                f"The worker polling its task queue does not know the workflow type {TURN_WORKFLOW}: "
                 "start a worker of this project (python worker.py ...) on that queue."
             )
         return (
@@ -356,7 +356,7 @@ class TurnClient:
     async def pending(self) -> list[dict[str, Any]]:
         """Running turns that wait for approval, and running turns that are
         stuck (with ``stuck`` set to the explanation)."""
-        query = f'WorkflowType="{WORKFLOW_NAME}" AND ExecutionStatus="Running"'
+        query = f'WorkflowType="{TURN_WORKFLOW}" AND ExecutionStatus="Running"'
         found = []
         async for execution in self.client.list_workflows(query):
             memo = await execution.memo()
@@ -406,17 +406,17 @@ def add_to_worker(
     workspace_root: str | None,
     default_policy: Policy | None = None,
 ) -> dict[str, Any]:
-    """Add the turn workflow and the tool (and planning) activities to the
-    keyword arguments of an existing ``temporalio.worker.Worker``:
+    """Add this project's plugin (turns, sessions, rollbacks and their
+    activities) to the keyword arguments of an existing
+    ``temporalio.worker.Worker``:
 
         Worker(client, **add_to_worker({"task_queue": "q", "workflows": [Mine]}, workspace_root="/ws"))
     """
-    from activities.registry import build_activities
+    from runtime.plugin import AgentToolsPlugin
 
     options = dict(worker_options)
-    options["workflows"] = [*options.get("workflows", ()), AgentTurnWorkflow, TurnRollbackWorkflow]  # rollback
-    extra: list[Callable[..., Any]] = build_activities(workspace_root, default_policy)
-    options["activities"] = [*options.get("activities", ()), *extra]
+    plugin = AgentToolsPlugin(workspace=workspace_root, default_policy=default_policy)
+    options["plugins"] = [*options.get("plugins", ()), plugin]
     return options
 
 

@@ -11,8 +11,8 @@ approve what it wants to run, read its transcript, end it.
     print(view.last_answer)
 
 This module is the only place that builds a ``SessionInput``; client.py's
-``session`` commands, the demo and the tests use it. ``worker_parts`` adds the
-session to an existing worker.
+``session`` commands, the demo and the tests use it. A worker runs sessions
+through ``runtime.plugin.AgentToolsPlugin``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError
@@ -36,12 +36,13 @@ from core.session.contracts import (
     SessionView,
     TranscriptEntry,
 )
-from workflows.session import WORKFLOW_NAME, AgentSessionWorkflow
+from core.names import SESSION_WORKFLOW, STATUS_QUERY
+from workflows.session import AgentSessionWorkflow
 
 __all__ = [
     "SessionError", "SessionLimits", "SessionResult", "SessionState", "SessionView", "TranscriptEntry",
     "session_input", "start_session", "run_session", "session_status", "pending", "wait_for_answer", "send",
-    "approve", "reject", "transcript", "result", "close", "cancel", "running_sessions", "worker_parts",
+    "approve", "reject", "transcript", "result", "close", "cancel", "running_sessions",
 ]
 
 
@@ -111,7 +112,7 @@ async def start_session(
 
 async def _turn_progress(client: Client, turn_id: str) -> TurnProgress | None:
     try:
-        return await client.get_workflow_handle(turn_id).query("status", result_type=TurnProgress)
+        return await client.get_workflow_handle(turn_id).query(STATUS_QUERY, result_type=TurnProgress)
     except Exception:  # not started yet, or gone: nothing to show
         return None
 
@@ -270,13 +271,5 @@ async def cancel(client: Client, session_id: str) -> SessionResult:
 
 
 async def running_sessions(client: Client) -> list[str]:
-    query = f'WorkflowType="{WORKFLOW_NAME}" AND ExecutionStatus="Running"'
+    query = f'WorkflowType="{SESSION_WORKFLOW}" AND ExecutionStatus="Running"'
     return [e.id async for e in client.list_workflows(query)]
-
-
-def worker_parts(workspace_root: str | None) -> tuple[Sequence[type], Sequence[Callable[..., Any]]]:
-    """(workflows, activities) to add to an existing worker on the
-    workspace's task queue (next to the turn workflow and the tools)."""
-    from activities.model.activity import session_activities
-
-    return [AgentSessionWorkflow], session_activities(workspace_root)

@@ -19,7 +19,7 @@ from temporalio.service import RPCError
 
 from core.contracts import TurnInput
 from core.txn_contracts import RollbackRequest, RollbackResult
-from workflows.rollback import ROLLBACK_WORKFLOW
+from core.names import ROLLBACK_WORKFLOW
 
 
 class RollbackLookupFailed(LookupError):

@@ -1,5 +1,6 @@
-"""Worker assembly: one Temporal worker with every workflow and activity of
-this project, for a workspace (or any path, in tests and benchmarks)."""
+"""One Temporal worker with every workflow and activity of this project (the
+``AgentToolsPlugin``), for a workspace (or any path, in tests and benchmarks),
+with the worker settings the project tunes."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ from temporalio.client import Client
 from temporalio.common import VersioningBehavior
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig, WorkerDeploymentVersion
 
-from activities.registry import build_activities
+from core.config import ToolSettings
 from core.contracts import Policy
-from workflows.rollback import TurnRollbackWorkflow
-from workflows.session import AgentSessionWorkflow
-from workflows.turn import AgentTurnWorkflow
+from runtime.config import DEFAULT_TASK_QUEUE
+from runtime.plugin import AgentToolsPlugin
 
-DEFAULT_TASK_QUEUE = "agent-tools"
+__all__ = ["DEFAULT_TASK_QUEUE", "AgentToolsPlugin", "build_worker"]
 
 
 def build_worker(
@@ -30,6 +30,7 @@ def build_worker(
     extra_workflows: Sequence[type] = (),
     extra_activities: Sequence[Callable[..., Any]] = (),
     deployment: tuple[str, str] | None = None,
+    tool_settings: ToolSettings | None = None,
 ) -> Worker:
     """A worker that runs turn workflows and the tools for ``workspace``
     (None: any path; tests and the benchmark use that).
@@ -38,15 +39,9 @@ def build_worker(
     stand-ins do). ``sandboxed_workflows=False`` runs workflow code without
     the SDK's sandbox: about 8-10 ms less CPU per turn and ~1.5 ms less per
     local tool call (bench/), at the price of the sandbox's runtime guard
-    against non-deterministic calls; tests and replay always keep it on."""
-    from activities.model.activity import session_activities  # lazy: keeps the model SDKs out of workflow sandboxes
-
-    extra_names = {a.__temporal_activity_definition.name for a in extra_activities}  # type: ignore[attr-defined]
-    activities = [
-        a
-        for a in [*build_activities(workspace, default_policy), *session_activities(workspace)]
-        if a.__temporal_activity_definition.name not in extra_names  # type: ignore[attr-defined]
-    ]
+    against non-deterministic calls; tests and replay always keep it on.
+    ``tool_settings`` fixes the tools' settings for this process (None:
+    they are read from the environment at each call)."""
     options: dict[str, Any] = {}
     if not sandboxed_workflows:
         options["workflow_runner"] = UnsandboxedWorkflowRunner()
@@ -62,8 +57,9 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentTurnWorkflow, AgentSessionWorkflow, TurnRollbackWorkflow, *extra_workflows],
-        activities=[*activities, *extra_activities],
+        workflows=list(extra_workflows),
+        activities=list(extra_activities),
+        plugins=[AgentToolsPlugin(workspace=workspace, default_policy=default_policy, tool_settings=tool_settings)],
         max_concurrent_activities=max_concurrent_activities,
         # A parallel stage schedules all its calls in one workflow task; by
         # default the worker eagerly takes only 3 of them and the rest go

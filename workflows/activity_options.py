@@ -37,7 +37,6 @@ _RETRY_FREELY = RetryPolicy(
 )
 _NEVER_RETRY = RetryPolicy(maximum_attempts=1, non_retryable_error_types=NON_RETRYABLE)
 # bash after a lost worker; the activity refuses what is unsafe.
-BASH_RETRY_PATCH = "bash-retry-with-capture"
 _BASH_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,

@@ -9,10 +9,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
+    from core.names import ROLLBACK_ACTIVITY, ROLLBACK_WORKFLOW
     from core.txn_contracts import RollbackRequest, RollbackResult
 
-ROLLBACK_WORKFLOW = "TurnRollbackWorkflow"
-ROLLBACK_ACTIVITY = "rollback_turn"  # = activities.txn.activities.ROLLBACK_ACTIVITY
 
 
 @workflow.defn(name=ROLLBACK_WORKFLOW)

@@ -23,6 +23,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from core.names import APPEND_TRANSCRIPT_ACTIVITY, APPROVE_SIGNAL, CALL_MODEL_ACTIVITY, CLOSE_SIGNAL, DESCRIBE_TURN_ACTIVITY, REJECT_SIGNAL, SEND_SIGNAL, SESSION_WORKFLOW, STATUS_QUERY, TURN_WORKFLOW
     from core.session import provider_errors as providers_errors
     from core.contracts import ApprovalDecision, ToolCall, ToolResult, TurnInput, TurnProgress, TurnResult
     from core.turn.planning import batch_digest
@@ -42,11 +43,6 @@ with workflow.unsafe.imports_passed_through():
     from core.session.prompt import default_system_prompt
     from workflows.session_dispatch import OpenBatch, open_batch
 
-WORKFLOW_NAME = "AgentSessionWorkflow"
-TURN_WORKFLOW_NAME = "AgentTurnWorkflow"
-CALL_MODEL = "call_model"
-APPEND_TRANSCRIPT = "append_transcript"
-DESCRIBE_TURN = "describe_turn"
 
 MODEL_CALL_TIMEOUT = timedelta(minutes=10)
 # The activity heartbeats every 2 s while it streams (and while it waits for
@@ -59,7 +55,7 @@ class _Stop(Exception):
     """The loop ends: the session was cancelled while it waited on something."""
 
 
-@workflow.defn(name=WORKFLOW_NAME)
+@workflow.defn(name=SESSION_WORKFLOW)
 class AgentSessionWorkflow:
     @workflow.init
     def __init__(self, session: SessionInput) -> None:
@@ -190,7 +186,7 @@ class AgentSessionWorkflow:
         )
         try:
             response = await workflow.execute_activity(
-                CALL_MODEL,
+                CALL_MODEL_ACTIVITY,
                 request,
                 result_type=ModelResponse,
                 task_queue=self._input.workspace.task_queue,
@@ -256,7 +252,7 @@ class AgentSessionWorkflow:
         try:
             # the open batch is this turn.
             self._child = self._open.handle if self._open is not None else await workflow.start_child_workflow(
-                TURN_WORKFLOW_NAME,
+                TURN_WORKFLOW,
                 turn,
                 id=turn_id,
                 task_queue=self._input.workspace.task_queue,
@@ -356,7 +352,7 @@ class AgentSessionWorkflow:
             return
         try:
             self._head = await workflow.execute_activity(
-                APPEND_TRANSCRIPT,
+                APPEND_TRANSCRIPT_ACTIVITY,
                 TranscriptAppend(
                     session_id=workflow.info().workflow_id,
                     workspace=self._input.workspace,
@@ -383,7 +379,7 @@ class AgentSessionWorkflow:
         if self._current_turn is not None:
             try:
                 progress: TurnProgress | None = await workflow.execute_activity(
-                    DESCRIBE_TURN,
+                    DESCRIBE_TURN_ACTIVITY,
                     self._current_turn,
                     result_type=TurnProgress,
                     task_queue=self._input.workspace.task_queue,
@@ -429,22 +425,22 @@ class AgentSessionWorkflow:
         workflow.continue_as_new(self._input.model_copy(update={"carry": carry}))
 
     # -------------------------------------------------------------- signals
-    @workflow.signal
+    @workflow.signal(name=SEND_SIGNAL)
     def send(self, text: str) -> None:
         """The user's next message. While the agent is still working it is
         queued and goes to the model with the next call."""
         if text.strip():
             self._queued.append(text)
 
-    @workflow.signal
+    @workflow.signal(name=CLOSE_SIGNAL)
     def close(self, reason: str = "") -> None:
         self._close_reason = reason
 
-    @workflow.signal
+    @workflow.signal(name=APPROVE_SIGNAL)
     async def approve(self, decision: ApprovalDecision) -> None:
         await self._forward(decision, approve=True)
 
-    @workflow.signal
+    @workflow.signal(name=REJECT_SIGNAL)
     async def reject(self, decision: ApprovalDecision) -> None:
         await self._forward(decision, approve=False)
 
@@ -460,10 +456,10 @@ class AgentSessionWorkflow:
         if decision.batch_digest not in ("", digest):
             workflow.logger.warning("ignored decision for batch %s: the running batch is %s", decision.batch_digest, digest)
             return
-        await child.signal("approve" if approve else "reject", decision.model_copy(update={"batch_digest": digest}))
+        await child.signal(APPROVE_SIGNAL if approve else REJECT_SIGNAL, decision.model_copy(update={"batch_digest": digest}))
 
     # --------------------------------------------------------------- status
-    @workflow.query
+    @workflow.query(name=STATUS_QUERY)
     def status(self) -> SessionStatus:
         return SessionStatus(
             session_id=workflow.info().workflow_id,

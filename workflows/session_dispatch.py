@@ -27,12 +27,11 @@ from temporalio.common import RetryPolicy
 from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from core.names import ABANDON_BATCH_ACTIVITY, STREAMING_DISPATCH_PATCH, TURN_WORKFLOW
     from core.contracts import Snapshot, ToolCall, TurnInput, TurnResult
-    from core.turn.early_dispatch import ABANDON_BATCH_ACTIVITY, AbandonRequest, ClosedBatch
+    from core.turn.early_dispatch import AbandonRequest, ClosedBatch
     from core.session.contracts import SessionInput
 
-STREAMING_DISPATCH_PATCH = "streaming-dispatch"
-TURN_WORKFLOW_NAME = "AgentTurnWorkflow"
 
 
 @dataclass
@@ -63,7 +62,7 @@ async def open_batch(session: SessionInput, turn_id: str, snapshots: list[Snapsh
     if not session.streaming_dispatch or not workflow.patched(STREAMING_DISPATCH_PATCH):
         return None
     handle = await workflow.start_child_workflow(
-        TURN_WORKFLOW_NAME,
+        TURN_WORKFLOW,
         TurnInput(
             turn_id=turn_id,
             workspace=session.workspace,

@@ -22,8 +22,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.plan import PLAN_TURN_ACTIVITY, PlanRequest
-    from activities.turn_results import SAVE_RESULT_PART_ACTIVITY, ResultPart
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SAVE_RESULT_PART_ACTIVITY, STATUS_QUERY, TURN_WORKFLOW
+    from activities.plan import PlanRequest
+    from activities.turn_results import ResultPart
     from core.contracts import (
         ApprovalDecision,
         CallProgress,
@@ -56,16 +57,13 @@ with workflow.unsafe.imports_passed_through():
         prepare_batch,
         snapshot_key,
     )
-    from core.turn.policy import DEFAULT_POLICY_ACTIVITY
     from core.tools.specs import BASH, TOOLS
     from core.turn.limits import MAX_CALLS_PER_TURN
     from workflows.turn_preview import TurnPreviews
-    from workflows.activity_options import BASH_RETRY_PATCH, LOCAL_START_TO_CLOSE, options_for
+    from workflows.activity_options import LOCAL_START_TO_CLOSE, options_for
     from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
     from workflows.turn_dispatch import TurnDispatch
 
-WORKFLOW_NAME = "AgentTurnWorkflow"
-RECORDED_PLAN_PATCH = "recorded-plan"
 # Set on a bash result that the plan accepted but the activity's own (newer)
 # rules refused: the command was not run, and it counts as a failed unsafe call.
 REFUSED_BY_CURRENT_RULES = "refused_by_current_rules"
@@ -120,7 +118,7 @@ def refused_by_current_rules(result: ToolResult) -> ToolResult:
     return result
 
 
-@workflow.defn(name=WORKFLOW_NAME)
+@workflow.defn(name=TURN_WORKFLOW)
 class AgentTurnWorkflow:
     @workflow.init
     def __init__(self, turn: TurnInput) -> None:
@@ -139,7 +137,7 @@ class AgentTurnWorkflow:
         # New turns record their plan; histories from before keep planning here.
         self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
         # the batch arrives by dispatch/close_batch.
-        self._dispatch = TurnDispatch(self, _describe_infrastructure_failure) if turn.open_batch else None
+        self._dispatch = TurnDispatch(self._invoke, self._record, _describe_infrastructure_failure) if turn.open_batch else None
         if not self._recorded and turn.policy is not None:
             # Prepared here, not in run(), so a decision that arrives with
             # the very first workflow task already finds the turn paused.
@@ -494,11 +492,11 @@ class AgentTurnWorkflow:
         )
         return self._decision
 
-    @workflow.signal
+    @workflow.signal(name=APPROVE_SIGNAL)
     def approve(self, decision: ApprovalDecision) -> None:
         self._on_signal(decision, approve=True)
 
-    @workflow.signal
+    @workflow.signal(name=REJECT_SIGNAL)
     def reject(self, decision: ApprovalDecision) -> None:
         self._on_signal(decision, approve=False)
 
@@ -510,7 +508,7 @@ class AgentTurnWorkflow:
             return
         self._accept(decision, approve, "signal")
 
-    @workflow.update
+    @workflow.update(name=DECIDE_UPDATE)
     def decide(self, decision: ApprovalDecision) -> DecisionRecord:
         return self._accept(decision, decision.approve, "update")
 
@@ -521,14 +519,14 @@ class AgentTurnWorkflow:
             raise ValueError(problem)
 
     # ------------------------------------- streaming dispatch hooks
-    @workflow.signal
+    @workflow.signal(name=DISPATCH_SIGNAL)
     def dispatch(self, call: DispatchedCall) -> None:
         if self._dispatch is None:
             workflow.logger.warning("ignored dispatch: turn %s is not an open batch", self._turn.turn_id)
             return
         self._dispatch.on_dispatch(call)
 
-    @workflow.update
+    @workflow.update(name=CLOSE_BATCH_UPDATE)
     def close_batch(self, close: BatchClose) -> ClosedBatch:
         assert self._dispatch is not None
         return self._dispatch.on_close(close)
@@ -539,7 +537,7 @@ class AgentTurnWorkflow:
             raise ValueError(f"turn {self._turn.turn_id} is not an open batch")
 
     # --------------------------------------------------------------- status
-    @workflow.query
+    @workflow.query(name=STATUS_QUERY)
     def status(self) -> TurnProgress:
         calls = []
         # While the plan is being recorded, every call of the input is pending.

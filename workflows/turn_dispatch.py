@@ -21,18 +21,16 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Awaitable, Callable
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.plan import PLAN_TURN_ACTIVITY, PlanRequest
+    from core.names import PLAN_TURN_ACTIVITY
+    from activities.plan import PlanRequest
     from core.contracts import CallProgress, PlannedCall, ToolCall, ToolResult, TurnInput, TurnPlan
     from core.turn.early_dispatch import BatchBook, BatchClose, CallFacts, ClosedBatch, DispatchedCall, Key, same_call
-
-if TYPE_CHECKING:
-    from workflows.turn import AgentTurnWorkflow
 
 PLAN_START_TO_CLOSE = timedelta(seconds=60)
 # Early runs use indices of their own (status bookkeeping of the turn) until
@@ -41,8 +39,17 @@ _EARLY_INDEX_BASE = 1_000_000
 
 
 class TurnDispatch:
-    def __init__(self, turn: "AgentTurnWorkflow", describe_failure: Callable[[PlannedCall, BaseException], ToolResult]) -> None:
-        self._turn = turn
+    """The turn hands over what an open batch needs of it: how to run one
+    planned call (``invoke``) and how to record a call's result (``record``)."""
+
+    def __init__(
+        self,
+        invoke: Callable[[PlannedCall], Awaitable[ToolResult]],
+        record: Callable[[PlannedCall, ToolResult], None],
+        describe_failure: Callable[[PlannedCall, BaseException], ToolResult],
+    ) -> None:
+        self._invoke = invoke
+        self._record = record
         self._describe_failure = describe_failure
         self.book = BatchBook()
         self._inbox: list[Key] = []
@@ -145,7 +152,7 @@ class TurnDispatch:
             update={"index": _EARLY_INDEX_BASE + len(self.book.started), "arguments": call.arguments or _decoded(source.arguments)}
         )
         self.book.started.append(key)
-        self._tasks[key] = asyncio.create_task(self._turn._invoke(early))
+        self._tasks[key] = asyncio.create_task(self._invoke(early))
 
     def progress(self) -> list[CallProgress]:
         """The calls started while the batch is open, for the status query
@@ -182,7 +189,7 @@ class TurnDispatch:
                 result = await self.result_of(index)
             except ActivityError as err:
                 result = self._describe_failure(call, err)
-            self._turn._record(call, result)
+            self._record(call, result)
 
 
 def _decoded(arguments: str | dict[str, Any] | None) -> dict[str, Any]:

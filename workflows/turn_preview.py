@@ -19,23 +19,33 @@ Behind patch ``bash-preview`` (and only for turns whose policy asks for it)."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from core.contracts import PlannedCall, ToolRequest, ToolResult, ToolStatus
+    from core.names import BASH_PREVIEW_ACTIVITY, DISCARD_PREVIEW_ACTIVITY, PREVIEW_PATCH
+    from core.contracts import PendingCall, PlannedCall, Policy, ToolRequest, ToolResult, ToolStatus, TurnInput
     from core.tools.specs import BASH, TOOLS
     from workflows.activity_options import HEARTBEAT_TIMEOUT, options_for
 
-if TYPE_CHECKING:
-    from workflows.turn import AgentTurnWorkflow
 
-PREVIEW_PATCH = "bash-preview"
-PREVIEW_ACTIVITY = "bash_preview"  # = activities.bash.tool.BASH_PREVIEW
-DISCARD_ACTIVITY = "bash_discard_preview"  # = activities.txn.activities.DISCARD_PREVIEW_ACTIVITY
+class PreviewedTurn(Protocol):
+    """What the previews read of the turn (the turn workflow has these)."""
+
+    _turn: TurnInput
+    _recorded: bool
+    _policy: Policy
+    _pending: list[PendingCall]
+    @property
+    def _calls(self) -> list[PlannedCall]: ...
+    _results: dict[int, ToolResult]
+
+    def _arguments(self, call: PlannedCall) -> dict[str, Any]: ...
+
+
 RUNNING_TEXT = "(preview running: the command runs in a throwaway copy of the workspace)"
 
 
@@ -57,7 +67,7 @@ def previewable(calls: list[PlannedCall]) -> PlannedCall | None:
 class TurnPreviews:
     """The previews of one turn (at most one call today, see the module doc)."""
 
-    def __init__(self, turn: "AgentTurnWorkflow") -> None:
+    def __init__(self, turn: PreviewedTurn) -> None:
         self.turn = turn
         self.previewed: list[PlannedCall] = []
 
@@ -80,7 +90,7 @@ class TurnPreviews:
         options = options_for(BASH, bash_timeout=call.bash_timeout_seconds)
         try:
             result = await workflow.execute_activity(
-                PREVIEW_ACTIVITY, self._request(call), result_type=ToolResult,
+                BASH_PREVIEW_ACTIVITY, self._request(call), result_type=ToolResult,
                 task_queue=self.turn._turn.workspace.task_queue, start_to_close_timeout=options.start_to_close,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1)),
@@ -102,7 +112,7 @@ class TurnPreviews:
                 continue
             try:
                 await workflow.execute_activity(
-                    DISCARD_ACTIVITY, self._request(call), task_queue=self.turn._turn.workspace.task_queue,
+                    DISCARD_PREVIEW_ACTIVITY, self._request(call), task_queue=self.turn._turn.workspace.task_queue,
                     start_to_close_timeout=timedelta(seconds=60),
                     retry_policy=RetryPolicy(maximum_attempts=3),
                 )

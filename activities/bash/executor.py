@@ -51,8 +51,9 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from core.paths import within
 from activities.sandbox.environment import command_path, resolve_program
-from activities.sandbox.process import ExecOutcome, execute
+from activities.sandbox.process import ExecOutcome, ExecRequest, run
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 
 MAX_GLOB_MATCHES = 10_000
@@ -82,10 +83,6 @@ def _scratch(target: str) -> bool:
     return path.startswith("/tmp/") and "\0" not in path
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def _private_fd(fd: int) -> int:
     """``fd`` moved to a number >= 10 (so no redirection the model wrote can
     name it) and made inheritable for the command."""
@@ -104,7 +101,7 @@ def open_confined(root: str, workdir: str, target: str, *, write: bool, create: 
     regular file (O_PATH), or a new empty one created here (``create=False``:
     not created; -1). Raises PlanError."""
     path = os.path.normpath(target if os.path.isabs(target) else os.path.join(workdir, target))
-    if not _inside(path, root) or path == root:
+    if not within(path, root) or path == root:
         raise PlanError(f"redirection target {target!r} is outside the workspace")
     parts = os.path.relpath(path, root).split("/")
     dir_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -162,7 +159,7 @@ def expand_glob(word: str, workdir: str, root: str) -> list[str]:
         matches = glob.glob(word, root_dir=workdir)
     kept = sorted(
         m for m in matches
-        if _inside(os.path.normpath(m if os.path.isabs(m) else os.path.join(workdir, m)), root)
+        if within(os.path.normpath(m if os.path.isabs(m) else os.path.join(workdir, m)), root)
     )
     if len(kept) > MAX_GLOB_MATCHES:
         raise PlanError(f"the pattern {word!r} matches {len(kept)} paths (at most {MAX_GLOB_MATCHES})")
@@ -276,7 +273,7 @@ class _Builder:
         """A later ``cd DIR`` part: the folder the parts after it run in (checked
         inside the workspace now; bash enters it when its turn comes)."""
         path = os.path.normpath(os.path.join(self.workdir, target))
-        if not _inside(path, self.root) or (os.path.exists(path) and not _inside(os.path.realpath(path), self.root)):
+        if not within(path, self.root) or (os.path.exists(path) and not within(os.path.realpath(path), self.root)):
             raise PlanError(f"cd {target!r}: not a folder inside the workspace")
         self.workdir = path
         return ["cd", os.path.join(self.shown_as, os.path.relpath(path, self.root))]
@@ -310,7 +307,7 @@ class _Builder:
             head = ["_agent_missing", shlex.quote(words[0])]
         else:
             program = os.path.abspath(program)
-            if _inside(program, self.root):  # a program in the workspace: by the path the command sees
+            if within(program, self.root):  # a program in the workspace: by the path the command sees
                 program = os.path.join(self.shown_as, os.path.relpath(program, self.root))
             self.programs.append(program)
             head = [shlex.quote(program), *map(shlex.quote, words[1:])]
@@ -345,7 +342,7 @@ def prepare(
     workdir = seen_root
     if plan.cwd not in (None, "", "."):
         workdir = os.path.realpath(os.path.join(seen_root, plan.cwd))
-        if not _inside(workdir, seen_root) or not os.path.isdir(workdir):
+        if not within(workdir, seen_root) or not os.path.isdir(workdir):
             raise PlanError(f"cd {plan.cwd!r}: not a folder inside the workspace")
     if not plan.items or any(not p.commands for p in plan.items) or len(plan.ops) != len(plan.items) - 1:
         raise PlanError("the plan is malformed (empty pipeline or list)")
@@ -447,10 +444,10 @@ async def execute_plan(
     prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=wrap is not None,
                        sandboxed=sandboxed)
     try:
-        outcome = await execute(
+        outcome = await run(ExecRequest(
             prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,
             programs=prepared.programs, pass_fds=prepared.pass_fds, bind_source=view, wrap=wrap, **options,
-        )
+        ))
         outcome.part_exit_codes = prepared.part_exit_codes(outcome.exit_code)
         return outcome
     finally:

@@ -34,7 +34,6 @@ from temporalio.exceptions import ApplicationError
 
 from activities.bash import attempts as bash_txn
 from activities.txn import api as txn
-from activities.base import tool_activity
 from activities.sandbox.settings import (  # noqa: F401 - re-exported
     BWRAP_ENV,
     CPU_MARGIN_S,
@@ -438,6 +437,4 @@ def _describe_outcome(outcome: ExecOutcome, args: BashArgs, meta: dict[str, str]
     return (output if output else "(no output)"), False
 
 
-bash_activity = tool_activity(BASH, run_bash, in_thread=False)
-BASH_PREVIEW = "bash_preview"  # activity type of the preview run
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 
-from activities.base import tool_activity
 from activities.workspace.cancel import run_in_thread
 from activities.files.common import (
     Refusal,
@@ -46,10 +45,9 @@ from activities.files.snapshots import (
 )
 from activities.files.common import MAX_LINE_CHARS
 from core.contracts import ToolRequest, ToolResult
-from core.tools.specs import EDIT_FILE, READ_FILE, WRITE_FILE, WriteFileArgs
+from core.tools.specs import WRITE_FILE, WriteFileArgs
 
-__all__ = ["read_file", "write_file", "edit_file", "cancellable", "MAX_LINE_CHARS",
-           "read_file_activity", "write_file_activity", "edit_file_activity"]
+__all__ = ["read_file", "write_file", "edit_file", "cancellable", "MAX_LINE_CHARS"]
 
 
 def _summary(data: bytes) -> str:
@@ -127,7 +125,3 @@ def cancellable(tool):  # type: ignore[no-untyped-def]
     run.__name__ = getattr(tool, "__name__", "tool")
     return run
 
-
-read_file_activity = tool_activity(READ_FILE, cancellable(read_file), in_thread=False)
-write_file_activity = tool_activity(WRITE_FILE, cancellable(write_file), in_thread=False)
-edit_file_activity = tool_activity(EDIT_FILE, cancellable(edit_file), in_thread=False)

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.workspace.root import serves
 from activities.model import anthropic_messages as model_anthropic
 from activities.model import openai_chat as model_openai
 from activities.model.dispatch import StreamDispatcher, abandon_batch, merged_response
@@ -45,10 +46,8 @@ from core.session.contracts import (
 )
 from core.session.stream_assembly import AssembledCall, AssembledResponse, StreamAssembler
 from core.session.transcript import TranscriptCorrupted
+from core.names import APPEND_TRANSCRIPT_ACTIVITY, CALL_MODEL_ACTIVITY, DESCRIBE_TURN_ACTIVITY, STATUS_QUERY
 
-CALL_MODEL = "call_model"
-APPEND_TRANSCRIPT = "append_transcript"
-DESCRIBE_TURN = "describe_turn"
 HEARTBEAT_EVERY_S = 2.0
 MAX_RETRY_AFTER_S = 300.0
 
@@ -191,8 +190,7 @@ def _check_root(root: str, allowed_root: str | None) -> None:
     if allowed_root is None:
         return
     allowed = os.path.realpath(allowed_root)
-    asked = os.path.realpath(root)
-    if asked != allowed and not asked.startswith(allowed.rstrip("/") + "/"):
+    if not serves(allowed_root, root):
         raise ApplicationError(
             f"this worker serves the workspace {allowed}, not {root}",
             type=errors.WRONG_WORKSPACE,
@@ -218,7 +216,7 @@ def session_activities(
     sees each tool call the moment its JSON closes in the stream (the hook
     for streaming dispatch)."""
 
-    @activity.defn(name=CALL_MODEL)
+    @activity.defn(name=CALL_MODEL_ACTIVITY)
     async def call_model(request: ModelCallRequest) -> ModelResponse:
         _check_root(request.workspace.root, workspace_root)
         config = request.model
@@ -262,7 +260,7 @@ def session_activities(
             raise _transcript_error(exc) from None
         return bounded
 
-    @activity.defn(name=APPEND_TRANSCRIPT)
+    @activity.defn(name=APPEND_TRANSCRIPT_ACTIVITY)
     async def append_transcript(request: TranscriptAppend) -> str | None:
         _check_root(request.workspace.root, workspace_root)
         if not request.append:
@@ -273,14 +271,14 @@ def session_activities(
         except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:
             raise _transcript_error(exc) from None
 
-    @activity.defn(name=DESCRIBE_TURN)
+    @activity.defn(name=DESCRIBE_TURN_ACTIVITY)
     async def describe_turn(turn_id: str) -> TurnProgress | None:
         """The final progress of a turn that ended without a result (it was
         cancelled): which calls ran and how they ended. Queries the closed
         turn through this worker's client."""
         handle = activity.client().get_workflow_handle(turn_id)
         try:
-            return await handle.query("status", result_type=TurnProgress)
+            return await handle.query(STATUS_QUERY, result_type=TurnProgress)
         except Exception as exc:  # the record is best effort; the session still ends
             activity.logger.warning("could not read the final status of turn %s: %s", turn_id, exc)
             return None

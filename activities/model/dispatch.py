@@ -22,11 +22,10 @@ from temporalio import activity
 from temporalio.client import Client
 
 from core.contracts import ToolCall
-from core.turn.early_dispatch import ABANDON_BATCH_ACTIVITY, AbandonRequest, BatchClose, ClosedBatch, DispatchedCall
+from core.names import ABANDON_BATCH_ACTIVITY, CLOSE_BATCH_UPDATE, DISPATCH_SIGNAL
+from core.turn.early_dispatch import AbandonRequest, BatchClose, ClosedBatch, DispatchedCall
 from core.session.stream_assembly import AssembledCall
 
-DISPATCH_SIGNAL = "dispatch"
-CLOSE_UPDATE = "close_batch"
 
 
 def dispatched_arguments(provider: str, call: AssembledCall) -> str | dict[str, Any]:
@@ -77,7 +76,7 @@ class StreamDispatcher:
         beat = asyncio.create_task(_heartbeat_while_waiting())  # the turn's worker may be slow to take it
         try:
             closed = await self._handle.execute_update(
-                CLOSE_UPDATE,
+                CLOSE_BATCH_UPDATE,
                 BatchClose(attempt=self._attempt, calls=calls, abandon=abandon, reason="token limit" if abandon else ""),
                 result_type=ClosedBatch,
             )
@@ -110,5 +109,5 @@ async def abandon_batch(request: AbandonRequest) -> ClosedBatch:
     calls that started early are kept (the answer lists them), nothing else runs."""
     handle = activity.client().get_workflow_handle(request.turn_id)
     return await handle.execute_update(
-        CLOSE_UPDATE, BatchClose(attempt=0, abandon=True, reason=request.reason), result_type=ClosedBatch
+        CLOSE_BATCH_UPDATE, BatchClose(attempt=0, abandon=True, reason=request.reason), result_type=ClosedBatch
     )

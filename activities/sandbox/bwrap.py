@@ -18,7 +18,10 @@ import subprocess
 import tempfile
 from typing import Sequence
 
-from activities.sandbox.settings import BWRAP_ENV, SANDBOX_ENV, sandbox_mode
+from core.paths import within
+from activities.sandbox.settings import SANDBOX_ENV, sandbox_mode
+from activities.settings import current
+from core.config import ToolSettings
 from activities.sandbox.environment import DEFAULT_PATH, SANDBOX_HOME
 
 log = logging.getLogger(__name__)
@@ -28,13 +31,12 @@ class SandboxUnavailable(Exception):
     """The sandbox is required (AGENT_TOOLS_SANDBOX=required) but does not work here."""
 
 
-
 _bwrap_checked: dict[str, tuple[bool, str]] = {}
 _warned: set[str] = set()
 
 
 def bwrap_path() -> str | None:
-    configured = os.environ.get(BWRAP_ENV, "").strip()
+    configured = current().bwrap
     if configured:
         return configured
     return shutil.which("bwrap")
@@ -60,15 +62,8 @@ _SECRET_NAMES = ("credentials", "credentials.toml", ".credentials.json", ".netrc
 # A program's folder that only works with a companion folder beside it
 # (cargo's proxies need the rustup toolchains).
 _COMPANIONS = {".cargo": (".rustup",)}
-HIDE_ENV = "AGENT_TOOLS_SANDBOX_HIDE"  # extra paths to hide, ':'-separated
-TMP_SIZE_ENV = "AGENT_TOOLS_BASH_TMP_MB"  # size of the sandbox's /tmp
-SHM_SIZE_ENV = "AGENT_TOOLS_BASH_SHM_MB"  # size of its /dev/shm
-DEFAULT_TMP_BYTES = 512 << 20
-DEFAULT_SHM_BYTES = 64 << 20
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
+DEFAULT_TMP_BYTES = ToolSettings.bash_tmp_bytes  # size of the sandbox's /tmp
+DEFAULT_SHM_BYTES = ToolSettings.bash_shm_bytes  # size of its /dev/shm
 
 
 def _home_dirs() -> list[str]:
@@ -85,7 +80,7 @@ def _too_wide(folder: str, workspace: str) -> bool:
     folder, or one that contains the workspace (its neighbours are not the
     command's business)."""
     parts = [p for p in folder.split("/") if p]
-    return len(parts) < 2 or folder in _home_dirs() or os.path.dirname(folder) == "/home" or _inside(workspace, folder)
+    return len(parts) < 2 or folder in _home_dirs() or os.path.dirname(folder) == "/home" or within(workspace, folder)
 
 
 def _program_folder(path: str) -> str:
@@ -125,11 +120,11 @@ def program_folders(programs: Sequence[str], workspace: str) -> list[str]:
     shown: list[str] = []
     for folder in wanted:
         folder = os.path.realpath(folder)
-        if not os.path.isdir(folder) or _too_wide(folder, ws) or _inside(folder, ws):
+        if not os.path.isdir(folder) or _too_wide(folder, ws) or within(folder, ws):
             continue
-        if any(_inside(folder, d) for d in SYSTEM_DIRS) or any(_inside(folder, s) for s in shown):
+        if any(within(folder, d) for d in SYSTEM_DIRS) or any(within(folder, s) for s in shown):
             continue
-        shown = [s for s in shown if not _inside(s, folder)] + [folder]
+        shown = [s for s in shown if not within(s, folder)] + [folder]
     return shown
 
 
@@ -139,12 +134,12 @@ def _secrets_under(folders: Sequence[str], workspace: str) -> list[str]:
     candidates = [*_SECRET_FILES, *_SECRET_DIRS]
     for folder in folders:
         candidates += [os.path.join(folder, n) for n in _SECRET_NAMES]
-    candidates += [p for p in os.environ.get(HIDE_ENV, "").split(":") if p.startswith("/")]
+    candidates += current().sandbox_hide
     ws = os.path.realpath(workspace)
     found = []
     for path in candidates:
         real = os.path.realpath(path)
-        if os.path.lexists(path) and not _inside(ws, real) and any(_inside(real, f) for f in folders):
+        if os.path.lexists(path) and not within(ws, real) and any(within(real, f) for f in folders):
             found.append(real)
     return list(dict.fromkeys(found))
 

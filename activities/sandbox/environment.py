@@ -7,13 +7,10 @@ from __future__ import annotations
 import os
 import shutil
 
+from core.paths import within
 from core.shell.environment import KNOWN_ENV
 from core.shell.facts import SANDBOX_HOME  # noqa: F401 - HOME inside the sandbox (re-exported)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def command_path(workspace: str, worker_path: str | None = None) -> str:
@@ -27,7 +24,7 @@ def command_path(workspace: str, worker_path: str | None = None) -> str:
     for entry in raw.split(os.pathsep):
         if not entry or not os.path.isabs(entry):
             continue
-        if _inside(os.path.realpath(entry), root) or entry in kept:
+        if within(os.path.realpath(entry), root) or entry in kept:
             continue
         kept.append(entry)
     return os.pathsep.join(kept) or DEFAULT_PATH

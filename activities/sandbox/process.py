@@ -25,28 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from core.paths import within
 from activities.sandbox.settings import (
     CPU_MARGIN_S,
-    DEFAULT_FILE_BYTES,
-    DEFAULT_MAX_PROCS,
-    DEFAULT_MEMORY_BYTES,
     DRAIN_S,
-    FILE_SIZE_ENV,
     HEARTBEAT_EVERY_S,
     MAX_PROCS_ENV,
-    MEMORY_ENV,
     TOTAL_MEMORY_ENV,
-    DEFAULT_TOTAL_MEMORY_BYTES,
-    int_setting,
 )
+from activities.settings import current as current_settings
 from activities.sandbox.cgroup import Cgroup, CgroupBase, cgroup_base
 from activities.sandbox.environment import SANDBOX_HOME, command_env, resolve_program
 from activities.sandbox.output import ARTIFACT_MAX_BYTES, ArtifactSink, OutputCollector
 from activities.sandbox.bwrap import (
-    DEFAULT_SHM_BYTES,
-    DEFAULT_TMP_BYTES,
-    SHM_SIZE_ENV,
-    TMP_SIZE_ENV,
     sandbox_argv,
     sandbox_status,
 )
@@ -86,10 +77,6 @@ def preexec_for(limits: list[tuple[int, tuple[int, int]]], procs_fds: Sequence[i
             resource.setrlimit(res, lim)
 
     return preexec
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 class _Watch:
@@ -208,102 +195,202 @@ def _widen_pipe(transport: asyncio.SubprocessTransport) -> None:
         pass  # best effort (e.g. above /proc/sys/fs/pipe-max-size for an unprivileged worker)
 
 
-async def execute(
-    argv: Sequence[str],
-    cwd: str | os.PathLike[str],
-    timeout_s: float,
-    *,
-    sandbox: str | None = None,
-    memory_bytes: int | None = None,
-    file_bytes: int | None = None,
-    max_procs: int | None = None,
-    total_memory_bytes: int | None = None,
-    read_only: bool = False,
-    workdir: str | None = None,
-    programs: Sequence[str] | None = None,
-    pass_fds: Sequence[int] = (),
-    bind_source: str | None = None,
-    wrap: Callable[[list[str]], list[str]] | None = None,
-    artifact_root: str | os.PathLike[str] | None = None,
-    call_id: str = "bash",
-    artifact_max_bytes: int = ARTIFACT_MAX_BYTES,
-    drain_s: float = DRAIN_S,
-    on_heartbeat: Callable[[dict[str, Any]], None] | None = None,
-    heartbeat_every_s: float = HEARTBEAT_EVERY_S,
-) -> ExecOutcome:
-    """Run ``argv`` (no shell) behind the resource and physical fences.
-
-    ``cwd`` is the workspace root; ``workdir`` an absolute folder inside it to
-    run in (default: the root). ``read_only`` mounts the workspace read-only
-    in the sandbox (a command judged read-only). ``programs``: absolute paths
-    of every program the command runs (default: ``argv[0]`` resolved on PATH),
-    so that the sandbox shows their folders. ``pass_fds`` stay open in the
-    child (redirections the executor opened). ``bind_source`` is the host
-    folder bound at the workspace's path (default: the workspace itself), e.g.
-    an overlay's merged folder; without the sandbox the command runs in it.
-    ``wrap`` turns the final argv (bubblewrap's, or the bare command's) into
-    a launcher's (e.g. one mounting an overlay in a private mount namespace).
+@dataclass(frozen=True)
+class ExecRequest:
+    """One command to run behind the fences (see ``run``). ``cwd`` is the
+    workspace root; ``workdir`` an absolute folder inside it to run in
+    (default: the root). ``read_only`` mounts the workspace read-only in the
+    sandbox (a command judged read-only). ``programs``: absolute paths of every
+    program the command runs (default: ``argv[0]`` resolved on PATH), so that
+    the sandbox shows their folders. ``pass_fds`` stay open in the child
+    (redirections the executor opened). ``bind_source`` is the host folder
+    bound at the workspace's path (default: the workspace itself), e.g. an
+    overlay's merged folder; without the sandbox the command runs in it.
+    ``wrap`` turns the final argv (bubblewrap's, or the bare command's) into a
+    launcher's (e.g. one mounting an overlay in a private mount namespace).
     ``sandbox`` is auto|required|off (None: AGENT_TOOLS_SANDBOX); the limits
-    default to their settings (0 = none). Raises SandboxUnavailable (sandbox
-    required but not working) and BadSetting; a command that cannot start is
-    an outcome with spawn_error. Cancelling the awaiting task kills
-    everything the command started."""
-    if not argv:
-        raise ValueError("empty argv")
-    started = time.monotonic()
-    workspace = str(Path(cwd).resolve())
-    run_in = workdir or workspace  # where the command runs, as it sees it
-    # ...and that folder on the host: under bind_source when the workspace is shown through another folder.
-    host_run_in = run_in if not bind_source else os.path.join(bind_source, os.path.relpath(run_in, workspace))
-    memory_bytes = int_setting(MEMORY_ENV, DEFAULT_MEMORY_BYTES, 1 << 20) if memory_bytes is None else memory_bytes
-    file_bytes = int_setting(FILE_SIZE_ENV, DEFAULT_FILE_BYTES, 1 << 20) if file_bytes is None else file_bytes
-    max_procs = int_setting(MAX_PROCS_ENV, DEFAULT_MAX_PROCS) if max_procs is None else max_procs
-    if total_memory_bytes is None:
-        total_memory_bytes = int_setting(TOTAL_MEMORY_ENV, DEFAULT_TOTAL_MEMORY_BYTES, 1 << 20)
-    tmp_bytes = int_setting(TMP_SIZE_ENV, DEFAULT_TMP_BYTES, 1 << 20)
-    shm_bytes = int_setting(SHM_SIZE_ENV, DEFAULT_SHM_BYTES, 1 << 20)
-    box, box_reason, bwrap = await sandbox_status(sandbox)
+    default to their settings (0 = none)."""
 
-    outcome = ExecOutcome(exit_code=None, output="", duration_s=0.0, sandbox=box, sandbox_reason=box_reason)
+    argv: Sequence[str]
+    cwd: str | os.PathLike[str]
+    timeout_s: float
+    sandbox: str | None = None
+    memory_bytes: int | None = None
+    file_bytes: int | None = None
+    max_procs: int | None = None
+    total_memory_bytes: int | None = None
+    read_only: bool = False
+    workdir: str | None = None
+    programs: Sequence[str] | None = None
+    pass_fds: Sequence[int] = ()
+    bind_source: str | None = None
+    wrap: Callable[[list[str]], list[str]] | None = None
+    artifact_root: str | os.PathLike[str] | None = None
+    call_id: str = "bash"
+    artifact_max_bytes: int = ARTIFACT_MAX_BYTES
+    drain_s: float = DRAIN_S
+    on_heartbeat: Callable[[dict[str, Any]], None] | None = None
+    heartbeat_every_s: float = HEARTBEAT_EVERY_S
+
+
+async def execute(argv: Sequence[str], cwd: str | os.PathLike[str], timeout_s: float, **options: Any) -> ExecOutcome:
+    """``run(ExecRequest(argv, cwd, timeout_s, **options))``."""
+    return await run(ExecRequest(argv, cwd, timeout_s, **options))
+
+
+@dataclass(frozen=True)
+class _Limits:
+    memory_bytes: int
+    file_bytes: int
+    max_procs: int
+    total_memory_bytes: int
+    tmp_bytes: int
+    shm_bytes: int
+
+
+def _limits(request: ExecRequest) -> _Limits:
+    """The request's limits, the settings in force where it names none."""
+    settings = current_settings()
+
+    def given(value: int | None, default: int) -> int:
+        return default if value is None else value
+
+    return _Limits(
+        memory_bytes=given(request.memory_bytes, settings.bash_memory_bytes),
+        file_bytes=given(request.file_bytes, settings.bash_file_bytes),
+        max_procs=given(request.max_procs, settings.bash_max_procs),
+        total_memory_bytes=given(request.total_memory_bytes, settings.bash_total_memory_bytes),
+        tmp_bytes=settings.bash_tmp_bytes,
+        shm_bytes=settings.bash_shm_bytes,
+    )
+
+
+def _describe_fences(outcome: ExecOutcome, limits: _Limits, read_only: bool) -> None:
     outcome.limits = {
-        "memory_bytes": str(memory_bytes or "unlimited"),
-        "total_memory_bytes": str(total_memory_bytes or "unlimited"),
-        "file_bytes": str(file_bytes or "unlimited"),
-        "max_procs": str(max_procs or "unlimited"),
+        "memory_bytes": str(limits.memory_bytes or "unlimited"),
+        "total_memory_bytes": str(limits.total_memory_bytes or "unlimited"),
+        "file_bytes": str(limits.file_bytes or "unlimited"),
+        "max_procs": str(limits.max_procs or "unlimited"),
     }
-    if box == "bwrap":
-        outcome.limits.update(tmp_bytes=str(tmp_bytes or "tmpfs default"), shm_bytes=str(shm_bytes or "tmpfs default"))
+    if outcome.sandbox == "bwrap":
+        outcome.limits.update(tmp_bytes=str(limits.tmp_bytes or "tmpfs default"),
+                              shm_bytes=str(limits.shm_bytes or "tmpfs default"))
         outcome.workspace_access = "read-only" if read_only else "read-write"
     else:
         # Without the sandbox nothing can make the workspace read-only: say so.
         outcome.workspace_access = "read-write (no sandbox)"
 
-    # A throwaway HOME and TMPDIR: dotfiles and caches stay out of the workspace.
-    scratch = tempfile.mkdtemp(prefix="agent-bash-")
+
+def _scratch_env(box: str, workspace: str, scratch: str) -> dict[str, str]:
+    """A throwaway HOME and TMPDIR: dotfiles and caches stay out of the workspace."""
     if box == "bwrap":
-        env = command_env(workspace, SANDBOX_HOME, "/tmp")
+        return command_env(workspace, SANDBOX_HOME, "/tmp")
+    os.mkdir(os.path.join(scratch, "home"))
+    os.mkdir(os.path.join(scratch, "tmp"))
+    return command_env(workspace, os.path.join(scratch, "home"), os.path.join(scratch, "tmp"))
+
+
+def _not_found(outcome: ExecOutcome, program: str, path: str) -> ExecOutcome:
+    outcome.exit_code = 127
+    outcome.spawn_error = (
+        f"command not found: {program!r} (not an executable file" + (")" if "/" in program else f" on PATH {path})")
+    )
+    outcome.output = outcome.spawn_error
+    return outcome
+
+
+def _full_argv(request: ExecRequest, bwrap: str | None, program: str, workspace: str, run_in: str,
+               limits: _Limits) -> list[str]:
+    """What is started: the command inside bubblewrap (when it works here),
+    then inside the request's launcher."""
+    if bwrap:
+        full = sandbox_argv(
+            bwrap, request.argv, workspace=workspace, bind_source=request.bind_source, writable=not request.read_only,
+            programs=[p for p in (os.path.abspath(program), *(request.programs or ()))
+                      if not (request.bind_source and within(p, request.bind_source))], cwd=run_in,
+            tmp_bytes=limits.tmp_bytes, shm_bytes=limits.shm_bytes,
+        )
     else:
-        os.mkdir(os.path.join(scratch, "home"))
-        os.mkdir(os.path.join(scratch, "tmp"))
-        env = command_env(workspace, os.path.join(scratch, "home"), os.path.join(scratch, "tmp"))
+        full = list(request.argv)
+    return request.wrap(full) if request.wrap is not None else full
+
+
+async def _wait(request: ExecRequest, proto: "_Protocol", outcome: ExecOutcome, collector: OutputCollector,
+                started: float, kill_everything: Callable[[], None]) -> None:
+    """Until it exits or times out (heartbeating), then kill what is left and
+    drain the pipe for a short while."""
+    deadline = time.monotonic() + request.timeout_s  # from the spawn: set-up time is not the command's
+    exit_wait = asyncio.ensure_future(proto.exited.wait())
+    try:
+        while not proto.exited.is_set():
+            now = time.monotonic()
+            if now >= deadline:
+                outcome.timed_out = True
+                break
+            await asyncio.wait({exit_wait}, timeout=min(request.heartbeat_every_s, deadline - now))
+            if request.on_heartbeat is not None and not proto.exited.is_set():
+                request.on_heartbeat(
+                    {"elapsed_s": round(time.monotonic() - started, 1), "output_bytes": collector.total_bytes}
+                )
+    finally:
+        exit_wait.cancel()
+    # Timed out: kill it all. Finished: kill what it left behind (a
+    # background process must not outlive the call or hold the pipe).
+    kill_everything()
+    drain_deadline = time.monotonic() + request.drain_s
+    try:
+        await asyncio.wait_for(proto.exited.wait(), request.drain_s)
+        await asyncio.wait_for(proto.eof.wait(), max(0.0, drain_deadline - time.monotonic()))
+    except asyncio.TimeoutError:
+        outcome.drain_timed_out = True
+
+
+def _collected(outcome: ExecOutcome, collector: OutputCollector, sink: ArtifactSink) -> None:
+    collector.finish()
+    sink.finish(collector.truncated)
+    outcome.output = collector.render(sink.note())
+    outcome.total_lines = collector.total_lines
+    outcome.dropped_lines = collector.dropped_lines
+    outcome.lines_cut = collector.lines_cut
+    outcome.total_bytes = collector.total_bytes
+    outcome.artifact = sink.rel
+    outcome.artifact_capped = sink.capped
+
+
+async def run(request: ExecRequest) -> ExecOutcome:
+    """Run ``request.argv`` (no shell) behind the resource and physical fences.
+    Raises SandboxUnavailable (sandbox required but not working) and
+    BadSetting; a command that cannot start is an outcome with spawn_error.
+    Cancelling the awaiting task kills everything the command started."""
+    argv = request.argv
+    if not argv:
+        raise ValueError("empty argv")
+    started = time.monotonic()
+    workspace = str(Path(request.cwd).resolve())
+    run_in = request.workdir or workspace  # where the command runs, as it sees it
+    # ...and that folder on the host: under bind_source when the workspace is shown through another folder.
+    host_run_in = (run_in if not request.bind_source
+                   else os.path.join(request.bind_source, os.path.relpath(run_in, workspace)))
+    limits = _limits(request)
+    box, box_reason, bwrap = await sandbox_status(request.sandbox)
+
+    outcome = ExecOutcome(exit_code=None, output="", duration_s=0.0, sandbox=box, sandbox_reason=box_reason)
+    _describe_fences(outcome, limits, request.read_only)
+    scratch = tempfile.mkdtemp(prefix="agent-bash-")
+    env = _scratch_env(box, workspace, scratch)
 
     cgroup: Cgroup | None = None
     try:
-        cgroup = await _make_cgroup(outcome, max_procs, total_memory_bytes)
+        cgroup = await _make_cgroup(outcome, limits.max_procs, limits.total_memory_bytes)
 
         program = resolve_program(argv[0], env["PATH"], host_run_in)
         if program is None:
-            outcome.exit_code = 127
-            outcome.spawn_error = (
-                f"command not found: {argv[0]!r} (not an executable file"
-                + (")" if "/" in argv[0] else f" on PATH {env['PATH']})")
-            )
-            outcome.output = outcome.spawn_error
-            return outcome
+            return _not_found(outcome, argv[0], env["PATH"])
 
         collector = OutputCollector()
         sink = ArtifactSink(
-            str(artifact_root) if artifact_root is not None else None, call_id, artifact_max_bytes
+            str(request.artifact_root) if request.artifact_root is not None else None,
+            request.call_id, request.artifact_max_bytes,
         )
 
         erofs = _Watch(EROFS_TEXT)
@@ -313,18 +400,8 @@ async def execute(
             sink.write(data)
             erofs.feed(data)
 
-        if bwrap:
-            full_argv = sandbox_argv(
-                bwrap, argv, workspace=workspace, bind_source=bind_source, writable=not read_only,
-                programs=[p for p in (os.path.abspath(program), *(programs or ()))
-                          if not (bind_source and _inside(p, bind_source))], cwd=run_in,
-                tmp_bytes=tmp_bytes, shm_bytes=shm_bytes,
-            )
-        else:
-            full_argv = list(argv)
-        if wrap is not None:
-            full_argv = wrap(full_argv)
-        limits = rlimits(memory_bytes, file_bytes, int(timeout_s) + CPU_MARGIN_S)
+        full_argv = _full_argv(request, bwrap, program, workspace, run_in, limits)
+        rlim = rlimits(limits.memory_bytes, limits.file_bytes, int(request.timeout_s) + CPU_MARGIN_S)
         loop = asyncio.get_running_loop()
         try:
             transport, proto = await loop.subprocess_exec(
@@ -337,8 +414,8 @@ async def execute(
                 env=env,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=tuple(pass_fds),
-                preexec_fn=preexec_for(limits, cgroup.procs_fds if cgroup else ()),
+                pass_fds=tuple(request.pass_fds),
+                preexec_fn=preexec_for(rlim, cgroup.procs_fds if cgroup else ()),
             )
         except (OSError, subprocess.SubprocessError) as exc:
             outcome.exit_code = 126 if isinstance(exc, PermissionError) else 127
@@ -355,30 +432,7 @@ async def execute(
                 cgroup.kill_all()
 
         try:
-            deadline = time.monotonic() + timeout_s  # from the spawn: set-up time is not the command's
-            exit_wait = asyncio.ensure_future(proto.exited.wait())
-            try:
-                while not proto.exited.is_set():
-                    now = time.monotonic()
-                    if now >= deadline:
-                        outcome.timed_out = True
-                        break
-                    await asyncio.wait({exit_wait}, timeout=min(heartbeat_every_s, deadline - now))
-                    if on_heartbeat is not None and not proto.exited.is_set():
-                        on_heartbeat(
-                            {"elapsed_s": round(time.monotonic() - started, 1), "output_bytes": collector.total_bytes}
-                        )
-            finally:
-                exit_wait.cancel()
-            # Timed out: kill it all. Finished: kill what it left behind (a
-            # background process must not outlive the call or hold the pipe).
-            kill_everything()
-            drain_deadline = time.monotonic() + drain_s
-            try:
-                await asyncio.wait_for(proto.exited.wait(), drain_s)
-                await asyncio.wait_for(proto.eof.wait(), max(0.0, drain_deadline - time.monotonic()))
-            except asyncio.TimeoutError:
-                outcome.drain_timed_out = True
+            await _wait(request, proto, outcome, collector, started, kill_everything)
         except BaseException:  # cancelled (activity cancel, worker shutdown): leave nothing behind
             kill_everything()
             transport.close()
@@ -389,17 +443,9 @@ async def execute(
         outcome.exit_code = transport.get_returncode()
         if cgroup is not None:
             outcome.memory_limit_hit = cgroup.memory_limit_hit()
-        collector.finish()
-        if read_only and outcome.workspace_access == "read-only":
+        if request.read_only and outcome.workspace_access == "read-only":
             outcome.write_blocked = erofs.seen
-        sink.finish(collector.truncated)
-        outcome.output = collector.render(sink.note())
-        outcome.total_lines = collector.total_lines
-        outcome.dropped_lines = collector.dropped_lines
-        outcome.lines_cut = collector.lines_cut
-        outcome.total_bytes = collector.total_bytes
-        outcome.artifact = sink.rel
-        outcome.artifact_capped = sink.capped
+        _collected(outcome, collector, sink)
         return outcome
     except BaseException:
         if cgroup is not None:  # cancelled: finish the clean-up in the background

@@ -24,7 +24,7 @@ from activities.files.common import guarded
 from activities.workspace.root import WorkspaceRoot, open_beneath
 from activities.workspace.root import shown as shown_path
 from activities.search.common import SKIP_NAMES, check_text_arg, printable, search_error, warning_block
-from activities.workspace.paths import save_artifact
+from activities.workspace.artifacts import save_artifact
 from core.contracts import ToolRequest, ToolResult
 from core.tools.specs import GlobArgs
 

@@ -1,72 +1,7 @@
-"""The read-only search tools: ``grep`` (file contents) and ``glob`` (file names).
-
-grep
-    Runs the ``rg`` binary from the ripgrep wheel as a subprocess with an argv
-    list (never a shell). Every option comes first, then ``-e PATTERN``, then
-    ``--`` and the path, so neither the pattern nor the path can ever be read
-    as a flag (``--pre=sh``, ``-f/etc/passwd``, ``--files`` are just patterns).
-    ``--no-config`` keeps ``RIPGREP_CONFIG_PATH`` from injecting flags. rg runs
-    with the workspace root as its cwd and a relative path, so every line comes
-    out as ``relpath:line:text`` relative to the root.
-
-    Choices: hidden files are searched (``--hidden``) but never ``.git`` or the
-    artifacts folder; ``.gitignore`` is honoured even outside a git repository
-    (``--no-require-git``); the user's global gitignore is not
-    (``--no-ignore-global``: results must not depend on which worker runs the
-    search); symlinks are never followed (rg's default; the top-level path is
-    resolved and confined first, beneath the root's descriptor); lines longer than 500 bytes are replaced by
-    rg's ``[Omitted long matching line]`` marker; results are sorted by path
-    (``--sort path``: folder by folder, names compared bytewise), which makes
-    rg single-threaded but lets us stop reading early and still be
-    deterministic.
-
-    rg opens what it walks by path name, so a sandboxed script swapping a
-    folder for a symlink while rg walks would make it read outside files
-    (it did, before). Where bubblewrap works, rg therefore runs in a jail
-    holding only ``/usr`` and the workspace, bound from the root's descriptor
-    (``activities.search.jail``); elsewhere it starts in the root by descriptor
-    and the result's metadata says ``confinement``. The Python fallback opens
-    every folder and file beneath the root's descriptor through no symlink.
-
-    The cap is 50 matching lines in total (not per file). We stream rg's
-    stdout and kill rg as soon as we hold 51 lines, so a pattern matching
-    millions of lines costs about as much as one matching a few dozen. The
-    notice gives the exact total when rg finished by itself, and otherwise
-    says "more than 50" and how to narrow the search: counting further would
-    cost rg time in proportion (up to a full scan for sparse matches), and
-    there is nothing beyond the 51st line to save as an artifact.
-
-    If ``rg`` is missing (or ``AGENT_TOOLS_RG`` names something that is not an
-    executable file) a pure-Python search (``activities.search.grep_fallback``)
-    takes over with a logged downgrade
-    warning: same output format, order and cap; Python ``re`` syntax; only
-    ``.gitignore`` files inside the workspace are read.
-
-glob
-    wcmatch's ``Glob`` with ``GLOBSTAR | BRACE | NODIR``: ``**`` crosses
-    folders, ``{a,b}`` alternatives, files only (folders are never listed;
-    symlinks are listed as entries but never followed). No ``DOTGLOB``: like a
-    shell, ``*`` and ``**`` skip names starting with '.', which keeps
-    ``.venv`` and friends out of ``**/*.py``; spell the dot to match them
-    (``.github/**/*.yml``, ``**/.env*``).
-
-    wcmatch's directory scan is replaced (``_ConfinedGlob._iter`` in
-    ``activities.search.glob``) to fix three
-    things: it silently drops folders it cannot read (we record and report
-    them), it follows symlinked folders when a non-``**`` component matches
-    them (we never descend into a symlink), and it would walk ``.git`` and the
-    artifacts folder (we prune them during the scan, which is cheaper than
-    wcmatch's post-filtering ``exclude``). Every folder is opened beneath the
-    searched folder's descriptor through no symlink (openat2
-    ``RESOLVE_NO_SYMLINKS`` or an ``O_NOFOLLOW`` walk), so a folder swapped
-    for a link after it was listed is reported, never listed; wcmatch's own
-    checks of literal names go through that descriptor's ``/proc`` link. The pattern must be relative and
-    may not contain ``..``; the folder to search from is ``path``.
-
-    Results are relative to the workspace root and sorted by path, folder by
-    folder (the same order as grep). The cap is 1000 paths; the notice gives
-    the total and the full list is saved as an artifact.
-"""
+"""The read-only search tools: ``grep`` (file contents, with ripgrep and a
+pure-Python fallback) and ``glob`` (file names, with wcmatch). Never a
+shell, never a symlink followed, results sorted and capped; the choices and
+why are in docs/search.md."""
 
 from __future__ import annotations
 
@@ -77,7 +12,7 @@ import stat
 import subprocess
 import time
 
-from activities.base import bound_output, tool_activity
+from activities.base import bound_output
 from activities.sandbox.binaries import find_binary
 from activities.workspace.cancel import check
 from activities.files.common import guarded
@@ -95,7 +30,9 @@ from activities.search.common import (
     search_error,
     warning_block,
 )
+from activities.settings import current as current_settings
 from activities.workspace.paths import ARTIFACTS_DIR
+from core.config import RG_ENV
 from core.tools.specs import GLOB, GREP, GrepArgs
 from core.contracts import ToolRequest, ToolResult
 
@@ -104,7 +41,7 @@ log = logging.getLogger(__name__)
 GREP_TIMEOUT_S = 30.0
 # Set to a path to use another rg binary; a path that is not an executable
 # file means "no ripgrep" (the Python fallback is used).
-RG_ENV_VAR = "AGENT_TOOLS_RG"
+RG_ENV_VAR = RG_ENV
 
 ENGINE_RIPGREP = "ripgrep"
 ENGINE_PYTHON = "python-fallback"
@@ -118,7 +55,7 @@ _rg_found: str | None = None
 
 def ripgrep_binary() -> tuple[str | None, str]:
     """The rg to use, or (None, why not)."""
-    override = os.environ.get(RG_ENV_VAR)
+    override = current_settings().rg
     if override:
         if os.path.isfile(override) and os.access(override, os.X_OK):
             return override, ""
@@ -380,14 +317,10 @@ def _grep(request: ToolRequest, args: GrepArgs, ws: WorkspaceRoot) -> ToolResult
     metadata.update(extra)
     return ToolResult.ok(request.call_id, request.tool, text, metadata=metadata)
 
-grep_activity = tool_activity(GREP, grep)
-glob_activity = tool_activity(GLOB, glob_files)
 
 __all__ = [
     "grep",
     "glob_files",
-    "grep_activity",
-    "glob_activity",
     "ripgrep_argv",
     "ripgrep_binary",
     "GLOB_FLAGS",

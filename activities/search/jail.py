@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from activities.bash.tool import SANDBOX_ENV, bwrap_path
+from activities.bash.tool import bwrap_path, sandbox_mode
 
 _probed: dict[str, bool] = {}
 
@@ -35,7 +35,7 @@ def _system_binds() -> list[str]:
 def jail_argv(argv: list[str], root_fd: int, root_path: str) -> list[str] | None:
     """``argv`` wrapped in the jail (pass ``root_fd`` to the child in
     ``pass_fds``), or None when bubblewrap is off or does not work here."""
-    if os.environ.get(SANDBOX_ENV, "auto").strip().lower() == "off":
+    if sandbox_mode() == "off":
         return None
     bwrap = bwrap_path()
     if bwrap is None:

@@ -19,14 +19,14 @@ from temporalio import activity
 from activities.bash import attempts as bash_txn
 from activities.txn import api as txn
 from activities.base import _check_root, tool_activity
-from activities.bash.tool import BASH_PREVIEW, run_bash_preview
+from activities.bash.tool import run_bash_preview
 from activities.txn.preview import discard_preview
 from activities.workspace.paths import WorkspaceError, workspace_root
+from activities.workspace.root import serves
 from core.contracts import ToolRequest
+from core.names import BASH_PREVIEW_ACTIVITY, DISCARD_PREVIEW_ACTIVITY, ROLLBACK_ACTIVITY
 from core.txn_contracts import RollbackRequest, RollbackResult
 
-ROLLBACK_ACTIVITY = "rollback_turn"
-DISCARD_PREVIEW_ACTIVITY = "bash_discard_preview"
 
 
 class RollbackRefused(Exception):
@@ -35,9 +35,10 @@ class RollbackRefused(Exception):
 
 def rollback(request: RollbackRequest, allowed_root: str | None = None) -> RollbackResult:
     if allowed_root is not None:
-        allowed, asked = os.path.realpath(allowed_root), os.path.realpath(request.workspace_root)
-        if asked != allowed and not asked.startswith(allowed.rstrip("/") + "/"):
-            raise RollbackRefused(f"this worker serves the workspace {allowed}, not {request.workspace_root}")
+        if not serves(allowed_root, request.workspace_root):
+            raise RollbackRefused(
+                f"this worker serves the workspace {os.path.realpath(allowed_root)}, not {request.workspace_root}"
+            )
     try:
         root = str(workspace_root(request.workspace_root))
     except WorkspaceError as exc:
@@ -68,5 +69,5 @@ def build_txn_activities(workspace_root_: str | None = None) -> list[Callable[..
         await asyncio.to_thread(discard_preview, root, request.turn_id, request.call_id)
         await asyncio.to_thread(bash_txn.discard_nochange_preview, root, request.turn_id, request.call_id)
 
-    preview = tool_activity(BASH_PREVIEW, run_bash_preview, in_thread=False, allowed_root=workspace_root_)
+    preview = tool_activity(BASH_PREVIEW_ACTIVITY, run_bash_preview, in_thread=False, allowed_root=workspace_root_)
     return [rollback_turn, bash_discard_preview, preview]

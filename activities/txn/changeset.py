@@ -23,6 +23,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from core.paths import within
+
 FILE, DIR, SYMLINK = "file", "dir", "symlink"
 SPECIAL_BITS = 0o6000  # setuid/setgid never reach the real workspace: the worker may be root
 
@@ -158,7 +160,7 @@ def resolve_inside(root: str, link_path: str, target: str, lookup: Lookup, hops:
         return None
     if posixpath.isabs(target):
         norm_root = posixpath.normpath(root)
-        if target != norm_root and not target.startswith(norm_root.rstrip("/") + "/"):
+        if not within(target, norm_root):
             return None
         parts: list[str] = []
         rest = target[len(norm_root) :]

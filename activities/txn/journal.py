@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from activities.txn.changeset import FILE, Changeset, Node, node_json
 from activities.txn.overlay import Capture, Scan
 from activities.txn.apply import ApplyReport, apply_changes
+from activities.settings import current as current_settings
 from activities.workspace.paths import ARTIFACTS_DIR
+from core.config import PREIMAGE_CALL_ENV, PREIMAGE_FILE_ENV
 from activities.txn.store import (
     APPLIED,
     MANIFEST,
@@ -51,15 +53,6 @@ from activities.txn.store import (
 
 NONE, PREVIEWED, JOURNALED, STATE_APPLIED = "none", "previewed", "journaled", "applied"
 KIND_BASH, KIND_FILES = "bash", "files"
-PREIMAGE_FILE_ENV = "AGENT_TOOLS_TXN_PREIMAGE_MB"
-PREIMAGE_CALL_ENV = "AGENT_TOOLS_TXN_PREIMAGE_CALL_MB"
-
-
-def _cap(name: str, default_mb: int) -> int:
-    try:
-        return int(os.environ.get(name, default_mb)) << 20
-    except ValueError:
-        return default_mb << 20
 
 
 @dataclass
@@ -169,7 +162,8 @@ def take_preimages(root: str, j: Journal) -> list[str]:
     deletes (fills ``j.preimages``); conflicts when a file no longer matches."""
     pre_dir = os.path.join(j.dir, "pre")
     os.makedirs(pre_dir, exist_ok=True)
-    per_file, per_call = _cap(PREIMAGE_FILE_ENV, 64), _cap(PREIMAGE_CALL_ENV, 512)
+    settings = current_settings()
+    per_file, per_call = settings.txn_preimage_file_bytes, settings.txn_preimage_call_bytes
     total, conflicts = 0, []
     reader = WorkspaceReader(root)
     try:
@@ -292,7 +286,7 @@ def record_preimage(root: str, turn_id: str, call_id: str, rel_path: str) -> str
         reader.close()
     pre = PreImage(node)
     if node is not None and node.kind == FILE:
-        per_file = _cap(PREIMAGE_FILE_ENV, 64)
+        per_file = current_settings().txn_preimage_file_bytes
         if node.size > per_file:
             pre = PreImage(node, kept=False, note=f"pre-image of {rel} not kept ({node.size} bytes over the "
                                                     f"per-file cap, {PREIMAGE_FILE_ENV}): it cannot be rolled back")

@@ -54,9 +54,10 @@ from activities.txn.store import (
     sha256_file,
     under_artifacts,
 )
+from activities.settings import current as current_settings
 from activities.workspace.paths import ARTIFACTS_DIR
+from core.config import TXN_ENV
 
-TXN_ENV = "AGENT_TOOLS_TXN"  # auto (default) | off
 
 _LAUNCHER = r"""
 ws=$1 view=$2 opts=$3 marker=$4 mnt=$5
@@ -181,7 +182,7 @@ def remove_tree(path: str) -> None:
 
 def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
     """Prepare an empty overlay for one call. Raises CaptureUnavailable."""
-    if os.environ.get(TXN_ENV, "auto").strip().lower() == "off":
+    if current_settings().txn == "off":
         raise CaptureUnavailable(f"disabled ({TXN_ENV}=off)")
     root = os.path.realpath(workspace)
     _check_path(root)

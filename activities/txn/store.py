@@ -36,6 +36,7 @@ from typing import Any, Iterator
 
 from activities.txn.changeset import DIR, FILE, SPECIAL_BITS, SYMLINK, Node
 from activities.workspace.paths import ARTIFACTS_DIR, WorkspaceError
+from core.paths import within
 
 TXN_DIR = "txn"
 MANIFEST = "manifest.json"
@@ -119,7 +120,7 @@ def lock_call(folder: str, wait: bool) -> int | None:
 
 
 def under_artifacts(rel: str) -> bool:
-    return rel == ARTIFACTS_DIR or rel.startswith(ARTIFACTS_DIR + "/")
+    return within(rel, ARTIFACTS_DIR)
 
 
 # --- durability ---------------------------------------------------------------

@@ -33,13 +33,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from activities.txn import journal
+from activities.txn.overlay import remove_tree
+from activities.settings import current as current_settings
+from activities.workspace.paths import ARTIFACTS_DIR, open_artifact
+from core.config import ARTIFACTS_MAX_AGE_ENV, ARTIFACTS_MAX_TOTAL_ENV, ToolSettings
+
 log = logging.getLogger(__name__)
 
-ARTIFACTS_FOLDER = ".agent-artifacts"  # = activities.workspace.paths.ARTIFACTS_DIR (no import: no cycle)
-MAX_TOTAL_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_MB"
-MAX_AGE_ENV = "AGENT_TOOLS_ARTIFACTS_MAX_AGE_H"
-DEFAULT_MAX_TOTAL_BYTES = 256 << 20
-DEFAULT_MAX_AGE_S = 7 * 24 * 3600
+ARTIFACTS_FOLDER = ARTIFACTS_DIR
+MAX_TOTAL_ENV = ARTIFACTS_MAX_TOTAL_ENV
+MAX_AGE_ENV = ARTIFACTS_MAX_AGE_ENV
+DEFAULT_MAX_TOTAL_BYTES = ToolSettings.artifacts_max_total_bytes
+DEFAULT_MAX_AGE_S = ToolSettings.artifacts_max_age_s
 
 
 @dataclass(frozen=True)
@@ -48,17 +54,16 @@ class Pruned:
     kept_bytes: int  # total size of the artifacts left
 
 
-def _setting(name: str, default: int, scale: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    try:
-        value = int(raw) if raw else None
-    except ValueError:
-        value = None
-    if value is None or value < 0:
-        if raw:
-            log.warning("ignoring %s=%r (not a whole number >= 0); using the default", name, raw)
-        return default
-    return value * scale
+def save_artifact(root: str | Path, call_id: str, label: str, data: str | bytes) -> str:
+    """Save full output that did not fit in a result; return its path relative
+    to the workspace root."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", errors="replace")
+    fd, rel = open_artifact(root, call_id, label)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    prune_artifacts(root, keep=rel)  # the retention rule, below
+    return rel
 
 
 def prune_artifacts(
@@ -71,11 +76,12 @@ def prune_artifacts(
 ) -> Pruned:
     """Apply the retention rule to ``root``'s artifacts folder; ``keep`` is
     the name (or workspace-relative path) of the artifact just saved. Never
-    raises for a missing or unreadable folder: retention must not fail a save."""
-    if max_total_bytes is None:
-        max_total_bytes = _setting(MAX_TOTAL_ENV, DEFAULT_MAX_TOTAL_BYTES, 1 << 20)
-    if max_age_s is None:
-        max_age_s = _setting(MAX_AGE_ENV, DEFAULT_MAX_AGE_S, 3600)
+    raises for a missing or unreadable folder: retention must not fail a save
+    (a bad setting does: core.config.SettingError)."""
+    if max_total_bytes is None or max_age_s is None:
+        settings = current_settings()
+        max_total_bytes = settings.artifacts_max_total_bytes if max_total_bytes is None else max_total_bytes
+        max_age_s = settings.artifacts_max_age_s if max_age_s is None else max_age_s
     now = time.time() if now is None else now
     keep_name = os.path.basename(keep) if keep else None
     try:
@@ -128,8 +134,6 @@ def prune_artifacts(
 
 def _prune_txn(root: str | os.PathLike[str], older_than: float) -> list[str]:
     """Delete the txn call folders journal.prunable allows, older than the cut."""
-    from activities.txn import journal  # here: journal imports the workspace helpers, which import us
-    from activities.txn.overlay import remove_tree
 
     removed: list[str] = []
     try:

@@ -13,11 +13,10 @@ import os
 import secrets
 from pathlib import Path
 
-from activities.workspace.artifacts import prune_artifacts
 from activities.workspace.root import WorkspaceError, WorkspaceRoot, shown
 
 __all__ = ["ARTIFACTS_DIR", "WorkspaceError", "workspace_root", "resolve_inside", "relative_to_root",
-           "save_artifact", "artifacts_path", "open_artifact"]
+           "artifacts_path", "open_artifact"]
 
 ARTIFACTS_DIR = ".agent-artifacts"
 
@@ -72,18 +71,6 @@ def resolve_inside(root: str | Path, path: str) -> Path:
 def relative_to_root(root: str | Path, real: Path) -> str:
     rel = os.path.relpath(real, workspace_root(str(root)))
     return "." if rel == "." else rel.replace(os.sep, "/")
-
-
-def save_artifact(root: str | Path, call_id: str, label: str, data: str | bytes) -> str:
-    """Save full output that did not fit in a result; return its path relative
-    to the workspace root."""
-    if isinstance(data, str):
-        data = data.encode("utf-8", errors="replace")
-    fd, rel = open_artifact(root, call_id, label)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    prune_artifacts(root, keep=rel)  # hook (bash helper): the retention rule, activities/workspace/artifacts.py
-    return rel
 
 
 def open_artifact(root: str | Path, call_id: str, label: str) -> tuple[int, str]:

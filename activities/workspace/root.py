@@ -37,6 +37,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.paths import within
+
 MAX_SYMLINKS = 40  # the kernel's own limit (ELOOP)
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _SYS_OPENAT2 = 437  # the same number on every architecture (the unified syscall table)
@@ -45,6 +47,12 @@ RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
 # Bidirectional overrides and isolates reorder what a terminal shows.
 _BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def serves(allowed_root: str, asked_root: str) -> bool:
+    """Whether a worker started for ``allowed_root`` may serve a request for
+    ``asked_root`` (the folder itself or one beneath it, both resolved)."""
+    return within(os.path.realpath(asked_root), os.path.realpath(allowed_root))
 
 
 class WorkspaceError(Exception):

@@ -176,7 +176,7 @@ class SessionInput(BaseModel):
     policy: Policy | None = None  # None: each turn uses its worker's default
     limits: SessionLimits = Field(default_factory=SessionLimits)
     turn_options: TurnOptions = Field(default_factory=TurnOptions)
-    # Issue 14: start safe tool calls while the model is still streaming.
+    # Start safe tool calls while the model is still streaming.
     streaming_dispatch: bool = True
     carry: SessionCarry | None = None  # set by continue-as-new only
 

@@ -12,6 +12,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from core.paths import within
+
 # Programs whose version query (`cargo --version`) still starts a program the
 # repository may choose: family -> the programs of that family.
 TOOLCHAIN_PROGRAMS: dict[str, frozenset[str]] = {
@@ -52,7 +54,7 @@ class WorkspaceFacts:
         return None
 
     def inside(self, real: str) -> bool:
-        return real == self.root or real.startswith(self.root.rstrip("/") + "/")
+        return within(real, self.root)
 
 
 def workspace_key(path: str, cwd: str | None = None) -> str:

@@ -9,9 +9,9 @@ the Anthropic shape they are separate content blocks.
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, Callable
+from typing import Any
 
-from core.contracts import PendingCall, ToolResult, ToolStatus
+from core.contracts import ToolResult, ToolStatus
 
 HINTS: dict[ToolStatus, str] = {
     ToolStatus.ERROR: (
@@ -132,20 +132,3 @@ def render_text(result: ToolResult, index: int) -> str:
     output = result.output or "(no output)"
     lines.extend("    " + line for line in shown_lines(output.rstrip("\n")))
     return "\n".join(lines)
-
-
-def describe_pending_call(pending: PendingCall, validate: Callable[[str], Any]) -> str:
-    """What a reviewer needs to see before approving one call: a header with
-    the reason it asks, then the tool's own view (``ToolSpec.review``: the
-    edit as a diff, the write's content, the command and its verdict)."""
-    # Imported here: the tool specs import the review functions, which use
-    # this module's escaping.
-    from core.tools.review import review_arguments
-    from core.tools.specs import TOOLS
-
-    spec = TOOLS.get(pending.name)
-    review = spec.review if spec is not None else review_arguments
-    header = (
-        f"#{pending.index + 1} {shown(pending.name)} ({shown(pending.tool_call_id)}) — asks because: {shown(pending.reason)}"
-    )
-    return "\n".join([header, *review(pending.arguments, validate)])

@@ -13,15 +13,11 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.contracts import PendingCall
+from core.names import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, WRITE_FILE
 from core.shell import Verdict, validate_command
+from core.tools.formatting import shown
 from core.tools.review import review_arguments, review_command, review_edit, review_write
-
-READ_FILE = "read_file"
-WRITE_FILE = "write_file"
-EDIT_FILE = "edit_file"
-GREP = "grep"
-GLOB = "glob"
-BASH = "bash"
 
 DEFAULT_READ_LIMIT = 2000
 MAX_READ_LIMIT = 10_000
@@ -253,3 +249,15 @@ def tool_definitions(style: str) -> list[dict[str, Any]]:
     if style == "anthropic":
         return [spec.anthropic_definition() for spec in TOOLS.values()]
     raise ValueError(f"unknown tool definition style {style!r}: use 'openai' or 'anthropic'")
+
+
+def describe_pending_call(pending: PendingCall, validate: Callable[[str], Any]) -> str:
+    """What a reviewer needs to see before approving one call: a header with
+    the reason it asks, then the tool's own view (``ToolSpec.review``: the
+    edit as a diff, the write's content, the command and its verdict)."""
+    spec = TOOLS.get(pending.name)
+    review = spec.review if spec is not None else review_arguments
+    header = (
+        f"#{pending.index + 1} {shown(pending.name)} ({shown(pending.tool_call_id)}) — asks because: {shown(pending.reason)}"
+    )
+    return "\n".join([header, *review(pending.arguments, validate)])

@@ -47,7 +47,6 @@ from pydantic import BaseModel, Field
 from core.contracts import ToolCall
 
 Key = tuple[int, int]  # (stream attempt, position)
-ABANDON_BATCH_ACTIVITY = "abandon_batch"
 
 
 class DispatchedCall(BaseModel):

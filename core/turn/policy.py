@@ -28,9 +28,6 @@ from core.tools.specs import BASH, TOOLS
 
 Action = Literal["allow", "ask", "deny"]
 
-# Activity type through which a turn without a policy asks the worker for its
-# default (recorded in history, so replay decides the same way).
-DEFAULT_POLICY_ACTIVITY = "default_policy"
 _PRECEDENCE: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 # git options before the subcommand that take the next word as their value
 _GIT_VALUE_OPTS = frozenset("-C -c --git-dir --work-tree --namespace --exec-path --config-env --super-prefix".split())

@@ -27,17 +27,16 @@ from temporalio.worker import Worker
 
 from core.contracts import (
     Policy,
-    ToolCall,
     ToolStatus,
-    TurnInput,
     TurnProgress,
     TurnResult,
     TurnStatus,
-    Workspace,
 )
 from runtime.connection import connect
 from runtime.devserver import DevServer, free_port
 from runtime.worker import build_worker
+from tests.support import call
+from tests.support import turn as make_turn
 from workflows.turn import AgentTurnWorkflow
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -53,10 +52,6 @@ CHROMIUM_ARGS = [
 WAIT_MS = 20_000  # every single UI wait
 WAIT_S = WAIT_MS / 1000
 DEADLINE_S = 90.0  # the whole test after the server start; a pass takes ~10-15 s
-
-
-def _call(i: int, name: str, **args: object) -> ToolCall:
-    return ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))
 
 
 async def _wait_paused(handle, timeout: float = WAIT_S) -> TurnProgress:  # type: ignore[no-untyped-def]
@@ -220,13 +215,10 @@ async def test_approve_a_paused_turn_from_the_web_ui(tmp_path: Path) -> None:
     app = workspace / "app.py"
     app.write_text("def f():\n    return 1\n\nprint('f() =', f())\n")
     task_queue = f"webui-{uuid.uuid4().hex[:10]}"
-    turn = TurnInput(
-        turn_id=f"webui-approval-{uuid.uuid4().hex[:10]}",
-        workspace=Workspace(root=str(workspace), task_queue=task_queue),
-        tool_calls=[
-            _call(0, "read_file", path="app.py"),
-            _call(1, "edit_file", path="app.py", old_string="return 1", new_string="return 2"),
-        ],
+    turn = make_turn(
+        workspace, task_queue,
+        [call(0, "read_file", path="app.py"), call(1, "edit_file", path="app.py", old_string="return 1", new_string="return 2")],
+        prefix="webui-approval",
         policy=Policy(),  # ask-writes: the edit asks, so the whole batch waits
     )
     evidence = _Evidence(tmp_path)

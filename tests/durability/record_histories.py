@@ -24,7 +24,7 @@ from activities.sandbox.binaries import find_binary
 from core.contracts import ApprovalDecision, Policy, ToolCall, TurnInput, TurnOptions, TurnProgress, TurnResult, TurnStatus, Workspace
 from runtime.worker import build_worker
 from workflows.turn import AgentTurnWorkflow
-from tests.support import call
+from tests.support import call, save_history
 
 HISTORIES = Path(__file__).parents[1] / "histories"
 # Scenarios recorded with local activities (the rest use regular ones), so
@@ -163,7 +163,7 @@ async def record(names: list[str]) -> None:
                         await _decide_when_paused(env.client, turn.turn_id, approve=name in APPROVED)
                     result = await handle.result()
                 history = await handle.fetch_history()
-            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            save_history(HISTORIES, name, history)
             print(f"{name}: {result.status.value}, {[r.status.value for r in result.results]}")
     finally:
         await env.shutdown()

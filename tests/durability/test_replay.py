@@ -10,14 +10,16 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.durability.record_histories import HISTORIES, SCENARIOS
-from workflows.turn import WORKFLOW_NAME, AgentTurnWorkflow
+from tests.support import load_history
+from core.names import TURN_WORKFLOW as WORKFLOW_NAME
+from workflows.turn import AgentTurnWorkflow
 
 with workflow.unsafe.imports_passed_through():
     from core.contracts import TurnInput, TurnResult
 
 
 def load(name: str) -> WorkflowHistory:
-    return WorkflowHistory.from_json(f"history-{name}", (HISTORIES / f"{name}.json").read_text())
+    return load_history(HISTORIES, name)
 
 
 def test_every_scenario_has_a_recorded_history() -> None:

@@ -18,7 +18,7 @@ from tests.model_server import Reply, ScriptedModelServer, context_too_long, rat
 from tests.session.test_session_support import model_server  # noqa: F401  (fixture)
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
-from tests.txn.txn_helpers import written
+from tests.txn.support.helpers import written
 
 
 async def _start(client: Client, workspace: Path, task_queue: str, provider: str = "openai", **kw: object) -> str:

@@ -25,9 +25,10 @@ from activities.sandbox.binaries import find_binary
 from core.session.contracts import SessionLimits
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
+from tests.support import load_history, save_history
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
-from tests.txn.txn_helpers import written
+from tests.txn.support.helpers import written
 
 CONTINUED_AS_NEW = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
 CANCEL_REQUESTED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
@@ -38,7 +39,7 @@ SCENARIOS = ["session_approval", "session_continue_as_new", "session_cancelled"]
 
 
 def load(name: str) -> WorkflowHistory:
-    return WorkflowHistory.from_json(f"history-{name}", (HISTORIES / f"{name}.json").read_text())
+    return load_history(HISTORIES, name)
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -105,7 +106,7 @@ async def record(names: list[str]) -> None:
         for name in names:
             with tempfile.TemporaryDirectory() as tmp:
                 history = await _record_one(env.client, name, Path(tmp), server)
-            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            save_history(HISTORIES, name, history)
             print(f"{name}: {len(history.events)} events")
     finally:
         server.stop()

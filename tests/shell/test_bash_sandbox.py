@@ -19,7 +19,8 @@ from activities.bash import tool as bash
 from activities.sandbox import output
 from activities.bash.tool import execute, run_bash
 from activities.sandbox.bwrap import program_folders, sandbox_argv
-from activities.workspace.paths import ARTIFACTS_DIR, save_artifact
+from activities.workspace.artifacts import save_artifact
+from activities.workspace.paths import ARTIFACTS_DIR
 from core.contracts import ToolRequest, ToolStatus
 from core.shell import Verdict
 from core.tools.specs import BashArgs

@@ -14,7 +14,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.base import tool_activity
-from activities.files.write import read_file, read_file_activity, write_file
+from activities.files.write import cancellable, read_file, write_file
 from activities.workspace.cancel import THREAD_PREFIX
 from activities.files.snapshots import SAMPLED_ABOVE, SAMPLED_PREFIX
 from core.contracts import Snapshot, ToolRequest, ToolResult, ToolStatus
@@ -23,6 +23,10 @@ from core.tools.specs import READ_FILE, ReadFileArgs, WriteFileArgs
 GIB = 1 << 30
 # More than read_file's 8 KiB binary sniff of text before the hole.
 HEAD = b"first line\nsecond line\n" + b"".join(b"filler %d\n" % i for i in range(2000))
+
+# The tool in a thread of its own that stops on cancellation (the worker's
+# registry runs file tools through asyncio.to_thread: the to-thread cases).
+OWN_THREAD_READ = tool_activity(READ_FILE, cancellable(read_file), in_thread=False)
 
 
 def _read(ws: Path, path: str, **kw: object) -> ToolResult:
@@ -107,10 +111,10 @@ def slow_file(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("own_thread", [True, False], ids=["own-thread", "to-thread"])
 async def test_a_cancelled_read_leaves_no_thread_behind(slow_file: Path, own_thread: bool) -> None:
-    # read_file_activity runs the tool in a thread of its own and waits for it
+    # cancellable() runs the tool in a thread of its own and waits for it
     # to stop; tool_activity(..., read_file) is what the registry builds
     # (asyncio.to_thread), whose thread stops at its next chunk on its own.
-    activity = read_file_activity if own_thread else tool_activity(READ_FILE, read_file)
+    activity = OWN_THREAD_READ if own_thread else tool_activity(READ_FILE, read_file)
     assert _tool_threads() == []
     env = ActivityEnvironment()
     task = asyncio.ensure_future(env.run(activity, _request(slow_file, "slow.txt")))
@@ -145,7 +149,7 @@ def _busy(thread: threading.Thread) -> bool:
 
 async def test_a_finished_read_leaves_no_thread_behind(slow_file: Path) -> None:
     (slow_file / "small.txt").write_text("hello\n")
-    result = await ActivityEnvironment().run(read_file_activity, _request(slow_file, "small.txt"))
+    result = await ActivityEnvironment().run(OWN_THREAD_READ, _request(slow_file, "small.txt"))
     assert result.status == ToolStatus.OK
     assert _tool_threads() == []
 

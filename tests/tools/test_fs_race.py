@@ -22,11 +22,11 @@ import activities.workspace.root as fs_root
 from temporalio.worker import Worker
 
 from activities.bash.tool import bwrap_argv, bwrap_path
-from activities.files.write import edit_file, edit_file_activity, read_file, read_file_activity, write_file, write_file_activity
+from activities.files.write import edit_file, read_file, write_file
 from activities.search.grep import glob_files, grep
 from core.contracts import Snapshot, ToolRequest, ToolResult, ToolStatus
 from core.tools.specs import EditFileArgs, GlobArgs, GrepArgs, ReadFileArgs, WriteFileArgs
-from tests.support import SingleToolWorkflow
+from tests.support import SingleToolWorkflow, worker_activities
 
 CALLS = 2000  # per run, across the three tools
 MAX_SECONDS = 4.0  # bound on the loop, whatever the machine's speed
@@ -214,7 +214,7 @@ async def test_through_the_dev_server_under_the_same_attack(client: Client, aren
             client,
             task_queue=task_queue,
             workflows=[SingleToolWorkflow],
-            activities=[read_file_activity, write_file_activity, edit_file_activity],
+            activities=worker_activities(ws, "read_file", "write_file", "edit_file"),
         ):
             for i in range(12):
                 if i % 2:

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from core.contracts import PendingCall
-from core.tools.formatting import describe_pending_call
+from core.tools.specs import describe_pending_call
 from core.shell import validate_command
 from core.tools.specs import BASH, EDIT_FILE, TOOLS, WRITE_FILE, BashArgs
 from workflows.activity_options import options_for

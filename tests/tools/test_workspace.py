@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from activities.workspace.artifacts import save_artifact
 from activities.workspace.paths import (
     ARTIFACTS_DIR,
     WorkspaceError,
     artifacts_path,
     relative_to_root,
     resolve_inside,
-    save_artifact,
     workspace_root,
 )
 

@@ -28,12 +28,11 @@ from core.contracts import (
     TurnProgress,
     TurnResult,
     TurnStatus,
-    Workspace,
 )
 from tests.processes import server_address
 from runtime.worker import build_worker
 from workflows.turn import AgentTurnWorkflow
-from tests.support import call
+from tests.support import call, turn
 
 
 def risky_batch() -> list[ToolCall]:
@@ -45,12 +44,7 @@ def risky_batch() -> list[ToolCall]:
 
 
 def make_turn(workspace: Path, task_queue: str, calls: list[ToolCall], **policy: object) -> TurnInput:
-    return TurnInput(
-        turn_id=f"approval-{uuid.uuid4().hex[:10]}",
-        workspace=Workspace(root=str(workspace), task_queue=task_queue),
-        tool_calls=calls,
-        policy=Policy(**policy),  # type: ignore[arg-type]
-    )
+    return turn(workspace, task_queue, calls, prefix="approval", policy=Policy(**policy))  # type: ignore[arg-type]
 
 
 def write_app(workspace: Path) -> None:

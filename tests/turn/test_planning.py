@@ -251,7 +251,8 @@ def test_a_huge_parallel_stage_runs_in_waves() -> None:
 
 # ------------------------------------------------- escaping for approvers
 from core.contracts import PendingCall  # noqa: E402
-from core.tools.formatting import describe_pending_call, render_text, shown  # noqa: E402
+from core.tools.formatting import render_text, shown
+from core.tools.specs import describe_pending_call  # noqa: E402
 
 ATTACK = "ok\x1b[2J\x1b[1;1Hall clear\rfake\u202eevil\u200b\x07"
 

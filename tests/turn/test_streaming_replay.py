@@ -24,6 +24,7 @@ from temporalio.worker import Replayer
 from activities.sandbox.binaries import find_binary
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
+from tests.support import load_history, save_history
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
 from workflows.turn import AgentTurnWorkflow
@@ -33,7 +34,7 @@ SESSION, TURN = "streaming_session", "streaming_turn"
 
 
 def load(name: str) -> WorkflowHistory:
-    return WorkflowHistory.from_json(f"history-{name}", (HISTORIES / f"{name}.json").read_text())
+    return load_history(HISTORIES, name)
 
 
 @pytest.mark.parametrize("name", [SESSION, TURN])
@@ -91,7 +92,7 @@ async def record() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             session, turn = await _record(env.client, Path(tmp), server)
         for name, history in ((SESSION, session), (TURN, turn)):
-            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            save_history(HISTORIES, name, history)
             print(f"{name}: {len(history.events)} events")
     finally:
         server.stop()

@@ -24,21 +24,14 @@ from core.contracts import (
     TurnProgress,
     TurnResult,
     TurnStatus,
-    Workspace,
 )
 from runtime.worker import build_worker
 from workflows.turn import AgentTurnWorkflow
-from tests.support import call
+from tests.support import call, turn
 
 
 def turn_input(workspace: Path, task_queue: str, calls: list[ToolCall], **kw: object) -> TurnInput:
-    return TurnInput(
-        turn_id=f"turn-{uuid.uuid4().hex[:10]}",
-        workspace=Workspace(root=str(workspace), task_queue=task_queue),
-        tool_calls=calls,
-        policy=kw.pop("policy", Policy(mode="auto")),  # type: ignore[arg-type]
-        **kw,  # type: ignore[arg-type]
-    )
+    return turn(workspace, task_queue, calls, policy=kw.pop("policy", Policy(mode="auto")), **kw)  # type: ignore[arg-type]
 
 
 async def run_turn(client: Client, turn: TurnInput, workflow_queue: str | None = None) -> TurnResult:

@@ -12,7 +12,7 @@ import pytest
 from activities.txn import journal
 from activities.txn import overlay
 from activities.txn.changeset import read_only_refusal
-from tests.txn.txn_helpers import needs_overlay, run_captured, tree
+from tests.txn.support.helpers import needs_overlay, run_captured, tree
 
 pytestmark = needs_overlay
 

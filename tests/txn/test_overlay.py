@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from activities.txn import overlay
-from tests.txn.txn_helpers import DEFAULT_PATH, SCRIPT, needs_overlay, run_captured, sandboxed, seed, tree
+from tests.txn.support.helpers import DEFAULT_PATH, SCRIPT, needs_overlay, run_captured, sandboxed, seed, tree
 
 pytestmark = needs_overlay
 

@@ -17,7 +17,7 @@ import pytest
 from activities.txn import journal
 from activities.txn import overlay
 from activities.txn import apply as txn_apply
-from tests.txn.txn_helpers import DEFAULT_PATH, SCRIPT, modes, needs_overlay, run_captured, sandboxed, seed, tree
+from tests.txn.support.helpers import DEFAULT_PATH, SCRIPT, modes, needs_overlay, run_captured, sandboxed, seed, tree
 
 pytestmark = needs_overlay
 
@@ -113,7 +113,7 @@ import os, signal, sys
 sys.path.insert(0, {repo!r})
 from activities.txn import journal, overlay
 from activities.txn import apply as txn_apply
-from tests.txn.txn_helpers import run_captured
+from tests.txn.support.helpers import run_captured
 ws, when = {ws!r}, {when!r}
 cap, proc = run_captured(ws, "echo appended >> log.txt && mkdir -p out && echo a > out/a && echo b > out/b", "turn-1", "call-1")
 journal.write_journal(cap, overlay.scan(cap), result={{"exit_code": proc.returncode, "output": proc.stdout}})

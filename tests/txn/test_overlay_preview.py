@@ -7,7 +7,7 @@ from __future__ import annotations
 from activities.txn import journal
 from activities.txn import overlay
 from activities.txn.preview import apply_preview, discard_preview, make_preview
-from tests.txn.txn_helpers import needs_overlay, run_captured, tree
+from tests.txn.support.helpers import needs_overlay, run_captured, tree
 
 pytestmark = needs_overlay
 

@@ -15,7 +15,7 @@ from activities.txn import journal
 from activities.txn import overlay
 from activities.txn.rollback import rollback_turn
 from activities.workspace.paths import WorkspaceError
-from tests.txn.txn_helpers import SCRIPT, modes, needs_overlay, run_captured, seed, tree
+from tests.txn.support.helpers import SCRIPT, modes, needs_overlay, run_captured, seed, tree
 
 pytestmark = needs_overlay
 

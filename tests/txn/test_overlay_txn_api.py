@@ -8,7 +8,7 @@ import subprocess
 
 from activities.txn import overlay
 from activities.txn import api as txn
-from tests.txn.txn_helpers import DEFAULT_PATH, needs_overlay, sandboxed, tree
+from tests.txn.support.helpers import DEFAULT_PATH, needs_overlay, sandboxed, tree
 
 pytestmark = needs_overlay
 

@@ -20,7 +20,7 @@ from temporalio.client import Client
 
 from activities.txn.store import call_dir
 from tests.processes import REPO, server_address
-from tests.txn.txn_helpers import needs_overlay
+from tests.txn.support.helpers import needs_overlay
 
 pytestmark = needs_overlay
 
@@ -31,7 +31,7 @@ class TxnWorker:
     def __init__(self, address: str, task_queue: str, log: Path, **env: str) -> None:
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.txn.txn_worker", address, task_queue], cwd=REPO,
+            [sys.executable, "-m", "tests.txn.support.worker", address, task_queue], cwd=REPO,
             stdout=open(log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, **env}, start_new_session=True,
         )

@@ -12,7 +12,7 @@ import pytest
 from activities.bash.tool import run_bash
 from core.contracts import ToolRequest
 from core.tools.specs import BashArgs
-from tests.txn.txn_helpers import needs_overlay
+from tests.txn.support.helpers import needs_overlay
 
 pytestmark = needs_overlay
 

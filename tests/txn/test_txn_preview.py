@@ -15,8 +15,8 @@ from activities.txn.store import call_dir
 from core.contracts import Policy
 from runtime.api import TurnClient
 from tests.processes import run_client, server_address
-from tests.txn.txn_helpers import needs_overlay
-from tests.txn.txn_pipeline import bash_call, result, start, wait_paused, worker
+from tests.txn.support.helpers import needs_overlay
+from tests.txn.support.pipeline import bash_call, result, start, wait_paused, worker
 from workflows.turn_preview import RUNNING_TEXT
 
 pytestmark = needs_overlay

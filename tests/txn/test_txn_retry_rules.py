@@ -13,7 +13,7 @@ from activities.txn import journal
 from activities.txn import api as txn
 from activities.workspace.artifacts import prune_artifacts
 from activities.txn.store import call_dir
-from tests.txn.txn_helpers import needs_overlay, run_captured
+from tests.txn.support.helpers import needs_overlay, run_captured
 
 
 def test_a_call_that_never_launched_may_run_again(workspace: Path) -> None:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from core.contracts import ToolCall
 from tests.processes import run_client, server_address
-from tests.txn.txn_helpers import modes, needs_overlay, tree
-from tests.txn.txn_pipeline import bash_call, result, start, worker
+from tests.support import call
+from tests.txn.support.helpers import modes, needs_overlay, tree
+from tests.txn.support.pipeline import bash_call, result, start, worker
 
 pytestmark = needs_overlay
 
@@ -33,10 +33,6 @@ git init -q
 git add -A
 git -c user.name=t -c user.email=t@example.com commit -qm one
 """
-
-
-def call(i: int, name: str, **args: object) -> ToolCall:
-    return ToolCall(id=f"call_{i}", name=name, arguments=json.dumps(args))
 
 
 def seed(ws: Path) -> None:

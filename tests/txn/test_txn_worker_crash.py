@@ -13,8 +13,8 @@ from pathlib import Path
 from temporalio.client import Client
 
 from activities.txn.store import call_dir
-from tests.txn.txn_helpers import needs_overlay
-from tests.txn.txn_pipeline import bash_call, result, start, wait_for, worker
+from tests.txn.support.helpers import needs_overlay
+from tests.txn.support.pipeline import bash_call, result, start, wait_for, worker
 
 pytestmark = needs_overlay
 

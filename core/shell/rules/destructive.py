@@ -1,6 +1,6 @@
 """Commands that delete, overwrite or re-permission data. Pure.
 
-Issue 12's destructive class: ``rm`` / ``unlink`` of workspace files,
+The destructive class: ``rm`` / ``unlink`` of workspace files,
 recursive ``chmod`` / ``chown`` / ``chgrp`` and ``truncate`` are ``ask`` with
 ``destructive`` (a human approves them in every mode, ``auto`` included);
 they all ``write`` their paths, so a path outside the workspace rejects

@@ -40,10 +40,10 @@ class PipelineWorker(WorkerProcess):
 def worker(client: Client, workspace: Path, task_queue: str, log: Path, *, pause: Path | None = None,
            env: dict[str, str] | None = None) -> PipelineWorker:
     """The real worker, sandbox required (bubblewrap); ``pause``: the
-    tests.txn.txn_pause_worker hook (hang between journal and apply)."""
+    tests.txn.support.pause_worker hook (hang between journal and apply)."""
     w = PipelineWorker(server_address(client), workspace, task_queue, log, "--sandbox", "required")
     if pause is not None:
-        w.args[1:2] = ["-m", "tests.txn.txn_pause_worker"]
+        w.args[1:2] = ["-m", "tests.txn.support.pause_worker"]
         env = {**(env or {}), "TXN_PAUSE_FILE": str(pause)}
     w.env = env or {}
     return w

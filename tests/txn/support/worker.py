@@ -1,5 +1,5 @@
 """A worker process for the transactional-bash crash tests (run as
-``python -m tests.txn.txn_worker ADDRESS TASK_QUEUE``): one activity that runs a
+``python -m tests.txn.support.worker ADDRESS TASK_QUEUE``): one activity that runs a
 shell script in bubblewrap through activities/txn/api.py, the way the bash
 activity will once it is wired, retried by a one-step workflow.
 
@@ -24,7 +24,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.txn import journal
 from activities.txn import api as txn
-from tests.txn.txn_helpers import DEFAULT_PATH, sandboxed
+from tests.txn.support.helpers import DEFAULT_PATH, sandboxed
 
 
 @activity.defn(name="txn_bash")

@@ -1,4 +1,4 @@
-"""worker.py, unchanged, with one test hook (``python -m tests.txn.txn_pause_worker
+"""worker.py, unchanged, with one test hook (``python -m tests.txn.support.pause_worker
 <worker.py arguments>``): when ``TXN_PAUSE_FILE`` is set, the first apply of
 a journal touches that file and hangs, so a test can SIGKILL the real worker
 between journal and apply."""

@@ -1,0 +1,56 @@
+"""Every name that Temporal writes into a workflow's history, declared once.
+
+A recorded history refers to workflows, activities, signals, updates,
+queries and patches by these strings; a worker replays it only if its code
+asks for exactly the same ones. So these values must NEVER change, whatever
+the modules that use them are called or wherever they move: rename the
+constant if you like, never its value (tests/test_names.py pins them).
+A new name goes here first; a retired patch id stays here as long as any
+history that may still replay carries it.
+"""
+
+from __future__ import annotations
+
+# ------------------------------------------------------------------ workflows
+TURN_WORKFLOW = "AgentTurnWorkflow"
+SESSION_WORKFLOW = "AgentSessionWorkflow"
+ROLLBACK_WORKFLOW = "TurnRollbackWorkflow"
+
+# ------------------------------------------------- tools (their activity types)
+READ_FILE = "read_file"
+WRITE_FILE = "write_file"
+EDIT_FILE = "edit_file"
+GREP = "grep"
+GLOB = "glob"
+BASH = "bash"
+
+# --------------------------------------------------------- other activities
+PLAN_TURN_ACTIVITY = "plan_turn"
+DEFAULT_POLICY_ACTIVITY = "default_policy"
+SAVE_RESULT_PART_ACTIVITY = "save_turn_result_part"
+BASH_PREVIEW_ACTIVITY = "bash_preview"
+DISCARD_PREVIEW_ACTIVITY = "bash_discard_preview"
+ROLLBACK_ACTIVITY = "rollback_turn"
+CALL_MODEL_ACTIVITY = "call_model"
+APPEND_TRANSCRIPT_ACTIVITY = "append_transcript"
+DESCRIBE_TURN_ACTIVITY = "describe_turn"
+ABANDON_BATCH_ACTIVITY = "abandon_batch"
+
+# ------------------------------------------------ signals, updates, queries
+# The turn and the session both take approve/reject and answer status.
+APPROVE_SIGNAL = "approve"
+REJECT_SIGNAL = "reject"
+DISPATCH_SIGNAL = "dispatch"  # turn: one streamed call of an open batch
+SEND_SIGNAL = "send"  # session: the user's next message
+CLOSE_SIGNAL = "close"  # session: finish after the current turn
+DECIDE_UPDATE = "decide"  # turn: approve or reject, answered
+CLOSE_BATCH_UPDATE = "close_batch"  # turn: the open batch is complete
+STATUS_QUERY = "status"
+
+# ------------------------------------------------------------------- patches
+RECORDED_PLAN_PATCH = "recorded-plan"
+BASH_RETRY_PATCH = "bash-retry-with-capture"
+PREVIEW_PATCH = "bash-preview"
+STREAMING_DISPATCH_PATCH = "streaming-dispatch"
+
+TOOL_ACTIVITIES = (READ_FILE, WRITE_FILE, EDIT_FILE, GREP, GLOB, BASH)
