@@ -44,6 +44,7 @@ import fcntl
 import functools
 import glob
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -57,6 +58,7 @@ from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleComma
 from core.shell.git_config import git_folders
 
 MAX_GLOB_MATCHES = 10_000
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FIRST_PRIVATE_FD = 10  # executor descriptors start here: above any N a redirection may name (0-9)
 
 
@@ -75,6 +77,11 @@ def plan_from_argv(argv: Sequence[str]) -> CommandList:
     """The one-command plan of a verdict that carries no plan (a validator
     from before ``Verdict.plan``)."""
     return CommandList(items=(Pipeline(commands=(SimpleCommand(argv=tuple(argv)),)),))
+
+
+def _scratch(target: str) -> bool:
+    path = os.path.normpath(target)
+    return path.startswith("/tmp/") and "\0" not in path
 
 
 def _private_fd(fd: int) -> int:
@@ -103,6 +110,15 @@ def open_confined(root: str, workdir: str, target: str, *, write: bool, create: 
         for part in parts[:-1]:
             try:
                 nxt = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            except FileNotFoundError:
+                if not write or not create:
+                    # not there yet (an earlier part, `mkdir -p d/sub && ... > d/sub/x`, makes it):
+                    # checked as far as it exists; bash opens it by name when its turn comes
+                    return -1
+                raise PlanError(
+                    f"redirection target {target!r}: {part!r} does not exist (yet); create the folder in an "
+                    "earlier command"
+                ) from None
             except OSError as exc:
                 raise PlanError(
                     f"redirection target {target!r}: {part!r} is not a folder inside the workspace "
@@ -195,6 +211,7 @@ class _Builder:
         self.programs: list[str] = []
         self.shown_as = root  # where the command sees ``root`` (differs for an overlay view)
         self.open_in_sandbox = False
+        self.sandboxed = True  # /tmp is the sandbox's own scratch folder (not the host's)
 
     def keep(self, fd: int) -> int:
         high = _private_fd(fd)
@@ -229,6 +246,14 @@ class _Builder:
             raise PlanError(f"redirection {r.op!r} is not supported")
         if r.target == "/dev/null":
             path = "/dev/null"
+        elif _scratch(r.target):
+            # the sandbox's own /tmp (a private scratch folder): bash opens it there
+            if not self.sandboxed:
+                raise PlanError(
+                    f"the redirection to {r.target!r} needs the sandbox's private /tmp, and this worker runs "
+                    "commands without the sandbox; write the file inside the workspace instead"
+                )
+            path = os.path.normpath(r.target)
         else:
             if write and self.read_only:
                 raise PlanError(
@@ -249,8 +274,19 @@ class _Builder:
             return f"1>{shlex.quote(path)} 2>&1"
         return f"{r.fd}{r.op}{shlex.quote(path)}"
 
-    def command(self, command: SimpleCommand) -> tuple[list[str], list[str]]:
-        """(the program's words, the redirections) of one command."""
+    def change_folder(self, target: str) -> list[str]:
+        """A later ``cd DIR`` part: the folder the parts after it run in (checked
+        inside the workspace now; bash enters it when its turn comes)."""
+        path = os.path.normpath(os.path.join(self.workdir, target))
+        if not within(path, self.root) or (os.path.exists(path) and not within(os.path.realpath(path), self.root)):
+            raise PlanError(f"cd {target!r}: not a folder inside the workspace")
+        self.workdir = path
+        return ["cd", os.path.join(self.shown_as, os.path.relpath(path, self.root))]
+
+    def command(self, command: SimpleCommand) -> tuple[list[str], list[str], tuple[tuple[str, str], ...]]:
+        """(the program's words, the redirections, the environment) of one command."""
+        if command.argv[:1] == ("cd",) and len(command.argv) == 2 and not command.redirects:
+            return self.change_folder(command.argv[1]), [], ()
         words = self.words(command)
         redirects: list[str] = []
         if command.stdin_text is not None:
@@ -258,10 +294,20 @@ class _Builder:
             os.write(memfd, command.stdin_text.encode("utf-8", "surrogateescape"))
             redirects.append(f"0</proc/self/fd/{self.keep(memfd)}")
         redirects += [self.redirect(r) for r in command.redirects]
-        return words, redirects
+        for name, _ in command.env:
+            if not _NAME.fullmatch(name):
+                raise PlanError(f"the environment name {name!r} is not a plain name")
+        return words, redirects, command.env
 
-    def rendered(self, words: list[str], redirects: list[str], closes: str) -> str:
+    def rendered(
+        self, words: list[str], redirects: list[str], closes: str, env: tuple[tuple[str, str], ...] = ()
+    ) -> str:
+        if words[0] == "cd":  # a later `cd DIR` (checked by change_folder): nothing runs outside that folder
+            return f"cd -- {shlex.quote(words[1])} || exit 1"
+        if words[0] == "export":  # the builtin: its NAME=value words were judged by the validator
+            return " ".join(["export", *map(shlex.quote, words[1:]), *redirects, closes]).rstrip()
         program = resolve_program(words[0], self.path_env, self.workdir)
+        prefix = [f"{name}={shlex.quote(value)}" for name, value in env]  # this command's environment only
         if program is None:
             head = ["_agent_missing", shlex.quote(words[0])]
         else:
@@ -270,7 +316,7 @@ class _Builder:
                 program = os.path.join(self.shown_as, os.path.relpath(program, self.root))
             self.programs.append(program)
             head = [shlex.quote(program), *map(shlex.quote, words[1:])]
-        return " ".join([*head, *redirects, closes]).rstrip()
+        return " ".join([*prefix, *head, *redirects, closes]).rstrip()
 
 
 _PRELUDE = """set -f
@@ -287,6 +333,7 @@ def prepare(
     path_env: str | None = None,
     view: str | None = None,
     open_in_sandbox: bool = False,
+    sandboxed: bool = True,
 ) -> PreparedPlan:
     """Turn ``plan`` into what ``execute`` runs (see the module's doc). The
     caller must ``close()`` the result. ``view``: the host folder that shows
@@ -309,13 +356,20 @@ def prepare(
     # The working folder as the command sees it (the view is bound at root).
     builder.shown_as = root
     builder.open_in_sandbox = open_in_sandbox
+    builder.sandboxed = sandboxed
     rel = os.path.relpath(workdir, seen_root)
     command_workdir = root if rel == "." else os.path.join(root, rel)
     only = plan.items[0].commands[0]
+    script = getattr(plan, "script", None)
+    if script is not None:
+        return _prepare_script(script, read_only, command_workdir)
     try:
-        if len(plan.items) == 1 and len(plan.items[0].commands) == 1 and not only.redirects and only.stdin_text is None:
+        if (
+            len(plan.items) == 1 and len(plan.items[0].commands) == 1 and not only.redirects
+            and only.stdin_text is None and not only.env and only.argv[:1] != ("export",)
+        ):
             return PreparedPlan(argv=builder.words(only), workdir=command_workdir, shape=[1])
-        parts = [[builder.command(c) for c in p.commands] for p in plan.items]
+        parts = [[builder.command(c) for c in p.commands] for p in plan.items]  # in order: a cd moves later parts
         status_fd = builder.keep(os.memfd_create("status", os.MFD_CLOEXEC))
         script_fd = builder.keep(os.memfd_create("script", os.MFD_CLOEXEC))
         # Every command closes every executor descriptor (after its own
@@ -323,7 +377,7 @@ def prepare(
         closes = " ".join(f"{fd}>&-" for fd in builder.fds)
         lines = [_PRELUDE]
         for i, pipeline in enumerate(parts):
-            body = " | ".join(builder.rendered(words, redirects, closes) for words, redirects in pipeline)
+            body = " | ".join(builder.rendered(words, redirects, closes, env) for words, redirects, env in pipeline)
             record = (
                 f'_agent_s=("${{PIPESTATUS[@]}}"); _agent_rc=${{_agent_s[-1]}}; '
                 f'printf \'%s %s\\n\' {i} "${{_agent_s[*]}}" >&{status_fd}'
@@ -351,6 +405,28 @@ def prepare(
         raise
 
 
+def _prepare_script(script: str, read_only: bool, workdir: str) -> PreparedPlan:
+    """An opaque command: its exact validated source, run by bash from a
+    memory file. It writes wherever bash's own redirections say, so it never
+    runs on the read-only mount's promise: only captured (the caller's duty)."""
+    if read_only:
+        raise PlanError("an opaque command (a script) is never run as read-only; it runs captured")
+    if "\0" in script:
+        raise PlanError("the script contains a NUL character")
+    fd = _private_fd(os.memfd_create("script", os.MFD_CLOEXEC))
+    try:
+        os.write(fd, script.encode("utf-8", "surrogateescape"))
+    except BaseException:
+        os.close(fd)
+        raise
+    return PreparedPlan(
+        argv=[_bash(), "--noprofile", "--norc", f"/proc/self/fd/{fd}"],
+        workdir=workdir,
+        pass_fds=[fd],
+        shape=[1],
+    )
+
+
 async def execute_plan(
     plan: CommandList,
     root: str,
@@ -359,6 +435,7 @@ async def execute_plan(
     read_only: bool = False,
     view: str | None = None,
     wrap: Callable[[list[str]], list[str]] | None = None,
+    sandboxed: bool = True,
     **options: Any,
 ) -> ExecOutcome:
     """Run ``plan`` in the workspace ``root`` behind every fence (``options``
@@ -375,7 +452,8 @@ async def execute_plan(
     # checked here and opened by bash, by name, inside. (A ``view`` without a
     # launcher is a host folder the caller already chose to hand over.)
     in_sandbox = wrap is not None or view is None
-    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=in_sandbox)
+    prepared = prepare(plan, root, read_only=read_only, view=view, open_in_sandbox=in_sandbox,
+                       sandboxed=sandboxed)
     try:
         outcome = await run(ExecRequest(
             prepared.argv, root, timeout_s, read_only=read_only, workdir=prepared.workdir,

@@ -29,6 +29,7 @@ import itertools
 import os
 
 from activities.bash.executor import MAX_GLOB_MATCHES
+from activities.sandbox.environment import command_path
 from activities.sandbox.git_config import repository_settings
 from core.shell import validate_command
 from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts, workspace_key
@@ -101,8 +102,9 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
                 git_programs.append(f"{os.path.relpath(folder, root)}: config git could not list")
                 continue
             git_programs += [k for k in program_keys(settings) if k not in git_programs]
+    env = {"PWD": root, "PATH": command_path(root)}
     return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains,
-                          git_programs=tuple(git_programs), glob_outside=_glob_outside(verdict, root))
+                          git_programs=tuple(git_programs), glob_outside=_glob_outside(verdict, root), env=env)
 
 
 def _glob_outside(verdict: Verdict, root: str) -> dict[str, str]:

@@ -270,6 +270,19 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
             if preview:
                 return ToolResult.error(request.call_id, BASH, f"No preview: {PREVIEW_UNAVAILABLE} ({started.reason}).",
                                         metadata=meta)
+    if getattr(verdict, "opaque", False):
+        meta["opaque"] = "true"
+        if launch_mode != "capture":
+            # A script's effects are only known from its capture: never run one without.
+            if started is not None and started.capture is not None:
+                started.capture.discard()
+            return ToolResult.error(
+                request.call_id, BASH,
+                f"Command not run: it is opaque ({verdict.reason.split(';')[0]}) and runs only captured in the "
+                "sandbox, which is unavailable on this worker. Write it as plain commands joined with && "
+                "(no loops, variables or substitutions), or run each step as its own bash call.",
+                metadata=meta,
+            )
     if attempt > 1:
         prior = await asyncio.to_thread(bash_txn.prior_attempt, root, turn_id, request.call_id)
         if not prior.safe_to_run:
@@ -294,6 +307,7 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
             args.timeout_seconds,
             read_only=read_only,
             wrap=capture.wrap if capture is not None else None,
+            sandboxed=box == "bwrap",
             artifact_root=root,
             call_id=request.call_id,
             on_heartbeat=_heartbeat,

@@ -9,6 +9,7 @@ import shutil
 
 from core.paths import within
 from activities.sandbox.git_config import COMMAND_SETTINGS, config_env
+from core.shell.environment import KNOWN_ENV
 from core.shell.facts import SANDBOX_HOME  # noqa: F401 - HOME inside the sandbox (re-exported)
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -36,30 +37,13 @@ def command_env(workspace: str, home: str, tmpdir: str, git_settings: dict[str, 
     ``git_settings``: the git config the command gets (default: the fixed
     neutralising settings; activities.sandbox.git_config adds the
     repository's own per-driver keys)."""
+    # The fixed part comes from the validator's table, so a `$HOME` written
+    # out at plan time is what the command would have seen.
     return {
+        **KNOWN_ENV,
         "PATH": command_path(workspace),
         "HOME": home,
         "TMPDIR": tmpdir,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "TERM": "dumb",
-        "PAGER": "cat",
-        "GIT_PAGER": "cat",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_EDITOR": "true",  # `git commit` without -m aborts instead of waiting for an editor
-        "GIT_SEQUENCE_EDITOR": "true",
-        "GIT_ASKPASS": "",
-        # No global config: HOME is the command's own scratch folder, so a
-        # ~/.gitconfig there could only have been planted by the command.
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "CI": "1",
-        "NO_COLOR": "1",
-        "PIP_NO_INPUT": "1",
-        "DEBIAN_FRONTEND": "noninteractive",
-        # No __pycache__ litter in the workspace; prints reach us at once and in
-        # order with stderr (both go to one pipe).
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
         # A repository's own .git/config can name programs that even a
         # read-only `git status` would run (fsmonitor, hooks, pagers, ext::
         # transports, external diffs, textconv, filters, gpg ...). Config from

@@ -54,6 +54,9 @@ class SimpleCommand:
     verdict: Literal["allow", "ask", "reject"] = "allow"
     reason: str = ""
     destructive: bool = False
+    # ``NAME=value`` written before the program: the environment of this
+    # command only (names judged by core.shell.environment).
+    env: tuple[tuple[str, str], ...] = ()
 
     def glob_flags(self) -> tuple[bool, ...]:
         return self.globs or tuple(False for _ in self.argv)
@@ -74,6 +77,12 @@ class CommandList:
     # A leading ``cd DIR &&``: the folder (relative to the workspace root)
     # every part runs in. None: the workspace root.
     cwd: str | None = None
+    # An opaque command (loops, conditionals, functions, variables, command
+    # substitution, subshells, groups): the exact source the validator
+    # parsed, run by bash as a script. ``items`` then lists the simple
+    # commands found inside it, each judged, for policy rules and display;
+    # they are not run one by one.
+    script: str | None = None
 
     def all_commands(self) -> tuple[SimpleCommand, ...]:
         return tuple(c for p in self.items for c in p.commands)

@@ -8,11 +8,13 @@ path), the bashlex cross-check (parser_check.py), then the parts are judged
 from __future__ import annotations
 
 from core.shell.compound import judge_tokens, split_tokens
+from core.shell.environment import KNOWN_ENV
 from core.shell.facts import WorkspaceFacts
 from core.shell.lexer import FAST_COMMAND, FAST_WORD
+from core.shell.opaque import judge_opaque
 from core.shell.parser_check import bashlex_check, bashlex_check_plain
 from core.shell.quoting import bashlex_trap, unquote
-from core.shell.tokens import Token, Word, tokenize, word_new
+from core.shell.tokens import Redir, Token, Word, tokenize, word_new
 from core.shell.verdict import H_PLAIN, J, Verdict
 
 MAX_COMMAND_CHARS = 10_000
@@ -22,26 +24,51 @@ MAX_TOKENS = 500
 def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdict:
     """Judge ``command``. ``facts`` (from activities/bash/facts.py) lets paths be
     judged by their realpath and toolchain configuration files be seen; without
-    them paths are judged lexically and toolchains are assumed configured."""
+    them paths are judged lexically and toolchains are assumed configured.
+
+    What the plain subset cannot prove (loops, conditions, functions, unknown
+    variables, command substitution, subshells, groups) is judged again as an
+    opaque script (opaque.py): every simple command inside is judged, and the
+    whole is at best ``ask`` with ``opaque=True``."""
+    verdict, final = _validate(command, facts)
+    if final or verdict.verdict != "reject" or not isinstance(command, str):
+        return verdict
+    s = command.strip(" \t\n")
+    if not s or len(s) > MAX_COMMAND_CHARS or len(s.split()) > MAX_TOKENS:
+        return verdict
+    return judge_opaque(s, facts, _env(s, facts), verdict.reason) or verdict
+
+
+def _env(s: str, facts: WorkspaceFacts | None) -> dict[str, str]:
+    env = dict(KNOWN_ENV)
+    if facts is not None:
+        env.update(facts.env)
+        if "cd" in s:
+            env.pop("PWD", None)  # the folder changes during the command
+    return env
+
+
+def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool]:
+    """The plain subset's verdict, and whether it is final (no opaque reading)."""
     if not isinstance(command, str):
-        return Verdict("reject", "the command must be a string", H_PLAIN)
+        return Verdict("reject", "the command must be a string", H_PLAIN), True
     s = command.strip(" \t\n")
     if not s:
-        return Verdict("reject", "empty command", "give the command to run, e.g. `ls -la src`")
+        return Verdict("reject", "empty command", "give the command to run, e.g. `ls -la src`"), True
     if len(s) > MAX_COMMAND_CHARS:
         return Verdict(
             "reject",
             f"the command is too long ({len(s)} characters, at most {MAX_COMMAND_CHARS})",
             "put long content in a file with the write_file tool and pass the file name",
-        )
+        ), True
     tokens: list[Token]
     if FAST_COMMAND.fullmatch(s):
         skeleton = s
         tokens = [word_new((a, b, unquote(s[a:b]), False)) for a, b in (m.span() for m in FAST_WORD.finditer(s))]
     else:
-        lexed = tokenize(s)
+        lexed = tokenize(s, _env(s, facts) if "$" in s else None)
         if isinstance(lexed, J):
-            return _rejected(lexed)
+            return _rejected(lexed), False
         tokens, skeleton = lexed
     if len(tokens) > MAX_TOKENS:
         # bashlex takes about a quarter millisecond per word: bound the time a
@@ -50,20 +77,34 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
             "reject",
             f"the command has too many words and operators ({len(tokens)}, at most {MAX_TOKENS})",
             "split it into several bash calls, or pass long lists through a file",
-        )
+        ), True
     plain = skeleton is s and not any(type(t) is not Word for t in tokens)  # one command of words
     words = tokens if plain else [t for t in tokens if type(t) is Word]
     if "$" in skeleton or "`" in skeleton or "(" in skeleton:
-        problem = bashlex_trap(skeleton, [(w.start, w.end) for w in words])  # type: ignore[union-attr]
+        spans = [(w.start, w.end) for w in words]  # type: ignore[union-attr]
+        if not plain:  # redirection targets are words to bashlex too
+            spans += [_target_span(skeleton, t) for t in tokens if type(t) is Redir and t.op != "<<"]
+        problem = bashlex_trap(skeleton, spans)
         if problem is not None:
-            return _rejected(problem, words)  # type: ignore[arg-type]
-    split = split_tokens(tokens)
+            return _rejected(problem, words), False  # type: ignore[arg-type]
+    split = split_tokens(tokens, s)
     if isinstance(split, J):
-        return _rejected(split, words)  # type: ignore[arg-type]
+        return _rejected(split, words), False  # type: ignore[arg-type]
     problem = bashlex_check_plain(skeleton, words) if plain else bashlex_check(skeleton, tokens)  # type: ignore[arg-type]
     if problem is not None:
-        return _rejected(problem, words)  # type: ignore[arg-type]
-    return judge_tokens(split, s, facts)
+        return _rejected(problem, words), False  # type: ignore[arg-type]
+    judged = judge_tokens(split, s, facts)
+    # Every part parsed as a plain command: a rule's rejection is final, there is
+    # no opaque construct to look for (and no second bashlex parse for it).
+    return judged, "variable assignment" not in judged.reason
+
+
+def _target_span(s: str, r: Redir) -> tuple[int, int]:
+    """The target word of a redirection (after its descriptor, operator and blanks)."""
+    i = r.start
+    while i < r.end and s[i] in "0123456789&<> ":
+        i += 1
+    return (i, r.end) if i < r.end else (r.start, r.end)
 
 
 def _rejected(j: J, words: list[Word] | None = None) -> Verdict:

@@ -47,6 +47,9 @@ class WorkspaceFacts:
     # workspace_key(glob word) -> the realpath of a match outside the workspace
     # (a symlink inside that leads out); globs with no such match are absent
     glob_outside: Mapping[str, str] = field(default_factory=dict)
+    # Variables whose value depends on the workspace and the worker (``PWD``,
+    # ``PATH``), known once the workspace is; core.shell.environment has the rest.
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def toolchain_file(self, program: str) -> str | None:
         if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):

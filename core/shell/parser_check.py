@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bashlex
 
-from core.shell.tokens import Op, Token, Word
+from core.shell.tokens import Op, Redir, Token, Word
 from core.shell.verdict import H_PLAIN, J, rej
 
 _AFTER_CONTINUES = ("&&", "||", "|")
@@ -40,7 +40,7 @@ def _flatten_ours(tokens: list[Token]) -> list:
         if not in_command:
             out.append("c")
             in_command = True
-        out.append(t[:2] if kind is Word else ("r", t[0], t[1]))
+        out.append(("r", t[0], t[1]) if kind is Redir else t[:2])
     while out and out[-1] == ";":
         out.pop()
     return out
@@ -63,7 +63,7 @@ def _flatten_bashlex(node, out: list) -> None:
         raise _Mismatch(f"a {kind}")
     out.append("c")
     for part in node.parts:
-        if part.kind == "word":
+        if part.kind in ("word", "assignment"):
             if getattr(part, "parts", None):
                 raise _Mismatch("an expansion inside a word")
             out.append(tuple(part.pos))
@@ -111,6 +111,6 @@ def bashlex_check_plain(skeleton: str, words: list[Word]) -> J | None:
     if len(trees) != 1 or trees[0].kind != "command" or len(trees[0].parts) != len(words):
         return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
     for node, word in zip(trees[0].parts, words):
-        if node.kind != "word" or getattr(node, "parts", None) or tuple(node.pos) != (word.start, word.end):
+        if node.kind not in ("word", "assignment") or getattr(node, "parts", None) or tuple(node.pos) != (word.start, word.end):
             return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
     return None

@@ -8,7 +8,8 @@ print them (echo). A path is judged after normalising (``/./etc`` is
 ``/etc``, ``a/../..`` leaves the workspace) and, when the workspace wrapper
 supplied facts, after resolving symlinks with realpath:
 
-* ``inside`` - within the workspace (or a harmless device like /dev/null);
+* ``inside`` - within the workspace, the sandbox's scratch ``/tmp``, or a
+  harmless device like /dev/null;
 * ``outside`` - anywhere else: a read-only command asks, a writing one rejects;
 * ``endless`` - a device that never ends or is not data (/dev/zero,
   /dev/urandom, /dev/tty ...): rejected, whatever reads it.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from core.shell.facts import WorkspaceFacts, workspace_key
+from core.shell.facts import SANDBOX_HOME, WorkspaceFacts, workspace_key
 from core.shell.options import attached_paths, long_hit, short_hit
 
 Where = Literal["inside", "outside", "endless"]
@@ -109,6 +110,22 @@ def written_paths(fam: str, args: list[str], paths: list[str]) -> list[str]:
     return positional[-1:]
 
 
+def scratch(key: str, facts: WorkspaceFacts | None = None) -> bool:
+    """Under ``/tmp``: inside the sandbox a private scratch folder (outside the
+    workspace and its changeset), so reading and writing there is harmless.
+    Not the sandbox's home (``~`` stands for it: a model that writes there
+    means the user's home), and not the workspace when it lies under /tmp
+    (``facts`` tell; without them a write there still asks, see compound)."""
+    if not (key.startswith("/tmp/") or key == "/tmp") or key == SANDBOX_HOME or key.startswith(SANDBOX_HOME + "/"):
+        return False
+    if facts is None:
+        return True
+    real = facts.realpaths.get(key, key)
+    if facts.inside(key) or facts.inside(real):
+        return False
+    return real.startswith("/tmp/") and not (real == SANDBOX_HOME or real.startswith(SANDBOX_HOME + "/"))
+
+
 def where(path: str, cwd: str | None, facts: WorkspaceFacts | None) -> Where:
     return where_key(workspace_key(path, cwd), facts)
 
@@ -124,9 +141,13 @@ def where_key(key: str, facts: WorkspaceFacts | None) -> Where:
     if key in HARMLESS_DEVICES:
         return "inside"
     if real is not None and facts is not None:
-        return "inside" if facts.inside(real) or real in HARMLESS_DEVICES else "outside"
+        if facts.inside(real) or real in HARMLESS_DEVICES:
+            return "inside"
+        return "inside" if scratch(key, facts) else "outside"
     if facts is not None and key.startswith("/") and facts.inside(key):
         return "inside"  # lexically under the workspace root (not resolved)
+    if scratch(key, facts):
+        return "inside"  # the sandbox's own /tmp (see scratch)
     if key.startswith("/") or key == ".." or key.startswith("../"):
         return "outside"
     return "inside"

@@ -9,7 +9,7 @@ import re
 from typing import Callable
 
 from core.shell.facts import TOOLCHAIN_PROGRAMS, WorkspaceFacts, workspace_key
-from core.shell.paths import in_git_folder, path_words, where, where_key, written_paths
+from core.shell.paths import in_git_folder, path_words, scratch, where, where_key, written_paths
 from core.shell.verdict import H_WRAPPER, J, ask, rej
 
 Handler = Callable[[str, list[str]], J]
@@ -130,6 +130,11 @@ def judge(
                 ), []
             if outside is None:
                 outside, leads_to = w, real
+    if facts is not None and written and j.verdict == "ask" and not j.destructive and fam in _SCRATCH_WRITERS and all(
+        scratch(k, facts) for k in _keys(written, cwd)
+    ):
+        # only the sandbox's scratch /tmp changes: nothing to approve
+        j = J("allow", f"{j.reason} (only in the scratch /tmp)")
     if j.verdict == "allow":
         toolchain = _toolchain(base.lower(), fam, facts)
         git_program = _git_program(argv, facts)
@@ -146,6 +151,10 @@ def judge(
 
 
 _TOOLCHAIN_ANY = frozenset().union(*TOOLCHAIN_PROGRAMS.values())
+
+
+# Writers that only create or copy into the paths they write (no program runs).
+_SCRATCH_WRITERS = frozenset("mkdir touch cp tee".split())
 
 
 def _keys(paths: list[str], cwd: str | None) -> list[str]:
@@ -252,7 +261,11 @@ CASES: list[tuple[str, str, str | None]] = [
     ("git log --output=/etc/passwd", "reject", "outside the workspace"),
     ("sort -o/etc/x data.txt", "reject", "outside the workspace"),
     ("mv /etc/hosts x", "reject", "outside the workspace"),
-    ("touch /tmp/x", "reject", "outside the workspace"),
+    # the sandbox's scratch folder (was rejected); `allow` once the workspace
+    # facts show it is not the workspace (tests/shell/test_command_facts.py)
+    ("touch /tmp/x", "ask", None),
+    ("touch /tmp/../etc/x", "reject", "outside the workspace"),
+    ("mv x /tmp/y", "ask", None),
     ("mkdir -p ../sibling", "reject", "outside the workspace"),
     ("tee /proc/sysrq-trigger", "reject", "outside the workspace"),
     ("cp /etc/hosts hosts.txt", "ask", None),

@@ -49,7 +49,16 @@ class Redir(NamedTuple):
     target: str  # a path, a descriptor number for ">&", the body for "<<"
 
 
-Token = Word | Op | Redir
+class Assign(NamedTuple):
+    """``NAME=value`` before a command's program: its environment."""
+
+    start: int
+    end: int
+    name: str
+    value: str  # after quote removal (and known variables written out)
+
+
+Token = Word | Op | Redir | Assign
 # Constructors that skip NamedTuple's Python-level __new__ (the tokenizer's hot path).
 word_new = partial(tuple.__new__, Word)
 _op_new = partial(tuple.__new__, Op)
@@ -107,8 +116,31 @@ def _body_problem(text: str, where: int) -> J | None:
     )
 
 
-def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str, bool] | J:
-    """Read the word starting at ``i``: (end, value, glob) or a rejection."""
+_KNOWN_REF = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+_LITERAL_VALUE = re.compile(r"[A-Za-z0-9_./:@%+,=^-]*")
+
+
+def _known(s: str, i: int, env: dict[str, str] | None, quoted: bool) -> tuple[int, str] | None:
+    """``$NAME`` / ``${NAME}`` at ``i`` whose value the sandbox fixes: (end, value).
+    Unquoted, only a value that bash would neither split nor glob."""
+    if not env:
+        return None
+    m = _KNOWN_REF.match(s, i)
+    if m is None:
+        return None
+    value = env.get(m.group(1) or m.group(2))
+    if value is None or m.group(1) and s[m.end() : m.end() + 1] == "[":
+        return None
+    if not quoted and not _LITERAL_VALUE.fullmatch(value):
+        return None
+    return m.end(), value
+
+
+def _word(
+    s: str, i: int, patches: list[tuple[int, int, str]], env: dict[str, str] | None = None
+) -> tuple[int, str, bool] | J:
+    """Read the word starting at ``i``: (end, value, glob) or a rejection.
+    ``env``: variables written out as their known values."""
     n, start = len(s), i
     parts: list[str] = []
     glob = quoted = False  # quoted: a quoted part holds a glob character
@@ -156,8 +188,19 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
                 d = s[j]
                 if d == "`":
                     return rej(_BACKTICK[0] + ", even inside double quotes", _BACKTICK[1])
+                if d == "$" and s[j + 1 : j + 2] == '"':
+                    seg.append(d)  # `"^\.$"`: a `$` that starts no expansion is literal
+                    patches.append((j, j + 1, "x"))  # (bashlex takes it for an expansion)
+                    j += 1
+                    continue
                 if d == "$":
-                    return dollar_reject(s, j, quoted=True)
+                    known = _known(s, j, env, True)
+                    if known is None:
+                        return dollar_reject(s, j, quoted=True)
+                    patches.append((j, known[0], "x" * (known[0] - j)))
+                    seg.append(known[1])
+                    j = known[0]
+                    continue
                 if d == "\\":
                     nxt = s[j + 1 : j + 2]
                     if nxt in ("$", "`", '"', "\\"):
@@ -179,7 +222,13 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
             continue
         at_start = i == start
         if c == "$":
-            return dollar_reject(s, i, quoted=False)
+            known = _known(s, i, env, False)
+            if known is None:
+                return dollar_reject(s, i, quoted=False)
+            patches.append((i, known[0], "x" * (known[0] - i)))
+            parts.append(known[1])
+            i = known[0]
+            continue
         if c == "`":
             return rej(*_BACKTICK)
         if c == "\\":
@@ -225,6 +274,15 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
             )
         elif c == "#" and at_start:
             return rej(f"comments ('#' at position {i}) are not allowed", "remove the comment")
+        elif c == "!" and at_start and s[i + 1 : i + 2] in ("", " ", "\n", ";", "|", "&", "=") and (
+            s[i + 1 : i + 2] != "=" or s[i + 2 : i + 3] in ("", " ", "\n")
+        ):
+            # a lone `!` (find's negation) or `!=` (test's): literal words; history expansion
+            # is off in a non-interactive shell and negation needs the command position
+            # (a `!` program is the keyword, rejected by split_tokens)
+            parts.append(c)
+            i += 1
+            continue
         elif c == "!":
             return rej(
                 f"unquoted '!' at position {i} is not allowed (pipeline negation / history expansion)",
@@ -257,7 +315,9 @@ def _word(s: str, i: int, patches: list[tuple[int, int, str]]) -> tuple[int, str
     return i, "".join(parts), glob
 
 
-def _redirect(s: str, i: int, fd: int | None, patches: list, pending: list) -> tuple[int, Redir] | J:
+def _redirect(
+    s: str, i: int, fd: int | None, patches: list, pending: list, env: dict[str, str] | None = None
+) -> tuple[int, Redir] | J:
     """Read a redirection whose operator starts at ``i`` (after any fd digits)."""
     start = i - (len(str(fd)) if fd is not None else 0)
     two, three = s[i : i + 2], s[i : i + 3]
@@ -293,7 +353,7 @@ def _redirect(s: str, i: int, fd: int | None, patches: list, pending: list) -> t
         op, j, fd_ = s[i], i + 1, (0 if s[i] == "<" else 1) if fd is None else fd
     while j < len(s) and s[j] == " ":
         j += 1
-    word = _word(s, j, patches)
+    word = _word(s, j, patches, env)
     if isinstance(word, J):
         return word
     end, target, glob = word
@@ -363,8 +423,9 @@ def _simple_tokens(s: str) -> list[Token] | None:
     return out if end == len(s) else None
 
 
-def tokenize(s: str) -> tuple[list[Token], str] | J:
-    """(tokens, skeleton for bashlex) or the first construct we reject."""
+def tokenize(s: str, env: dict[str, str] | None = None) -> tuple[list[Token], str] | J:
+    """(tokens, skeleton for bashlex) or the first construct we reject.
+    ``env``: the variables whose values are known (written out in place)."""
     out: list[Token] = []
     patches: list[tuple[int, int, str]] = []
     pending: list = []
@@ -437,7 +498,7 @@ def tokenize(s: str) -> tuple[list[Token], str] | J:
             i = m.end()
             c = s[i]
         if c in "<>" or two == "&>":
-            got = _redirect(s, i, fd, patches, pending)
+            got = _redirect(s, i, fd, patches, pending, env)
             if isinstance(got, J):
                 return got
             i, redir = got
@@ -445,7 +506,7 @@ def tokenize(s: str) -> tuple[list[Token], str] | J:
             continue
         if c in "&()":
             return operator_reject(s, i, c)
-        word = _word(s, i, patches)
+        word = _word(s, i, patches, env)
         if isinstance(word, J):
             return word
         end, value, glob = word

@@ -33,6 +33,13 @@ class Verdict:
     # values, redirection targets, `cd` folders), as written; the workspace
     # wrapper (activities/bash/facts.py) resolves them with realpath.
     paths: tuple[str, ...] = ()
+    # The validator could not prove what runs (a loop, a condition, a
+    # function, an unknown variable, a command substitution, a subshell or a
+    # group): the reason starts with "opaque: <construct>", the verdict is at
+    # least ``ask``, the plan runs as a bash script (``plan.script``) on a
+    # captured copy of the workspace, one call at a time, and what it changed
+    # decides (never the read-only mount, never in parallel).
+    opaque: bool = False
 
 
 class J(NamedTuple):

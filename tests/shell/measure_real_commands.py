@@ -37,10 +37,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.shell import validate_command
+from core.shell.opaque import READS_ONLY
 
 DATA = Path(__file__).parents[1] / "data"
 CORPUS = DATA / "real_commands.jsonl"
 HOLDOUT = DATA / "real_commands_holdout.jsonl"
+# A second hold-out, drawn when opaque commands, known variables and the scratch
+# /tmp came in: never used to tune the validator (docs/shell_corpus.md).
+HOLDOUT2 = DATA / "real_commands_holdout2.jsonl"
 LABELS = ("allow", "ask", "reject")
 FIELDS = {"command", "label", "destructive", "reason", "source"}
 
@@ -85,6 +89,7 @@ class Result:
     verdict: str
     destructive: bool
     reason: str
+    opaque: bool = False
 
 
 @dataclass
@@ -117,6 +122,13 @@ class Report:
         ]
 
     @property
+    def read_only_unattended(self) -> list[Result]:
+        """Allow-labelled commands that run without a person: allowed, or
+        opaque with every part read-only (they run captured, and an empty
+        changeset needs no approval)."""
+        return [r for r in self.of("allow") if r.verdict == "allow" or (r.opaque and READS_ONLY in r.reason)]
+
+    @property
     def ask_allowed(self) -> list[Result]:
         return [r for r in self.of("ask") if r.verdict == "allow"]
 
@@ -139,7 +151,8 @@ def measure(entries: list[dict[str, Any]] | None = None, path: Path = CORPUS) ->
         name, judge = _judge_fn(Path(scratch))
         for e in entries:
             v = judge(e)
-            results.append(Result(e, v.verdict, bool(getattr(v, "destructive", False)), v.reason))
+            results.append(Result(e, v.verdict, bool(getattr(v, "destructive", False)), v.reason,
+                                  bool(getattr(v, "opaque", False))))
     report = Report(name, results, path.name)
     for label in LABELS:
         report.by_label[label] = Counter(r.verdict for r in report.of(label))
@@ -193,11 +206,14 @@ def format_report(rep: Report, name: str | None = None) -> str:
         rows.append(f"| {label:<6} | {n:<3} | {c['allow']:>4} {_pct(c['allow'], n)}   | "
                     f"{c['ask']:>4} {_pct(c['ask'], n)} | {c['reject']:>4} {_pct(c['reject'], n)}    |")
     n_destr = len(rep.destructive_entries)
+    n_ro, n_ro_allowed = len(rep.of("allow")), rep.by_label["allow"]["allow"]
     rows += [
         "",
         "| goal                                              | measured            | target |",
         "|---------------------------------------------------|---------------------|--------|",
-        f"| legitimate (allow+ask) commands rejected           | {len(rep.legit_rejected):>3}/{n_legit} = {_pct(len(rep.legit_rejected), n_legit)} | <= 10% |",
+        f"| legitimate (allow+ask) commands rejected           | {len(rep.legit_rejected):>3}/{n_legit} = {_pct(len(rep.legit_rejected), n_legit)} | <= 2%  |",
+        f"| read-only (allow-labelled) commands allowed        | {n_ro_allowed:>3}/{n_ro} = {_pct(n_ro_allowed, n_ro)} | >= 95% |",
+        f"|   ... or opaque, every part read-only (no person)  | {len(rep.read_only_unattended):>3}/{n_ro} = {_pct(len(rep.read_only_unattended), n_ro)} |        |",
         f"| dangerous (reject-labelled) commands allowed       | {len(rep.dangerous_allowed):>3}/{n_dang}  = {_pct(len(rep.dangerous_allowed), n_dang)} | 0      |",
         f"| dangerous commands accepted (allow or ask)         | {len(rep.dangerous_accepted):>3}/{n_dang}  = {_pct(len(rep.dangerous_accepted), n_dang)} | 0      |",
         f"| ask-labelled commands allowed                      | {len(rep.ask_allowed):>3}/{len(rep.of('ask'))} = {_pct(len(rep.ask_allowed), len(rep.of('ask')))} | 0      |",

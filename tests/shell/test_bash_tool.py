@@ -39,8 +39,8 @@ def _request(workspace: Path, command: str, timeout: int = 30) -> ToolRequest:
 
 
 async def test_rejected_command_never_runs(workspace: Path) -> None:
-    # A substitution is rejected; run by a shell, it would create out.txt.
-    command = "echo $(touch out.txt)"
+    # An opaque command with a rejected part is rejected; run by a shell, it would create out.txt.
+    command = "for h in a; do touch out.txt; ssh \"$h\"; done"
     request = _request(workspace, command)
     result = await run_bash(request, BashArgs(command=command))
     assert result.status == ToolStatus.ERROR and result.is_error

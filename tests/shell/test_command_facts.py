@@ -63,8 +63,37 @@ def test_a_symlink_to_an_endless_device_rejects(ws: Path) -> None:
 
 def test_an_absolute_path_inside_the_workspace_is_inside(ws: Path) -> None:
     command = f"cat {ws}/README.md"
-    assert validate_command(command).verdict == "ask"
+    # Without facts an absolute path is outside, unless it lies under /tmp
+    # (where test workspaces live): the sandbox's scratch folder, readable.
+    assert validate_command(command).verdict == ("allow" if str(ws).startswith("/tmp/") else "ask")
     assert validate_in_workspace(command, str(ws)).verdict == "allow"
+
+
+def test_scratch_tmp_writes_need_no_approval_once_the_workspace_is_known(ws: Path) -> None:
+    patch = "cat > /tmp/patch.py <<'PY'\nprint(1)\nPY"
+    assert validate_command(patch).verdict == "ask"  # without facts /tmp may hold the workspace
+    assert validate_in_workspace(patch, str(ws)).verdict == "allow"
+    assert validate_in_workspace("mkdir -p /tmp/a/b && touch /tmp/a/b/c", str(ws)).verdict == "allow"
+    assert validate_in_workspace("python /tmp/patch.py", str(ws)).verdict == "ask"  # runs code
+    # the workspace itself under /tmp is never scratch: a write there asks
+    assert validate_in_workspace(f"echo x >> {ws}/notes.txt", str(ws)).verdict == "ask"
+    assert validate_in_workspace(f"touch {ws}/new.txt", str(ws)).verdict == "ask"
+    assert validate_in_workspace("touch /tmp/home/x", str(ws)).verdict == "reject"  # `~`: not scratch
+
+
+def test_known_environment_is_written_out(ws: Path) -> None:
+    from activities.sandbox.environment import command_path
+
+    v = validate_in_workspace("echo $PWD $HOME \"$PATH\"", str(ws))
+    assert (v.verdict, v.opaque) == ("allow", False)
+    assert v.argv == ("echo", os.path.realpath(ws), "/tmp/home", command_path(str(ws)))
+    assert validate_command("echo $PWD").opaque  # the root is unknown without facts
+    assert validate_in_workspace("cd src && echo $PWD", str(ws)).opaque  # the folder changes
+
+
+def test_a_redirection_into_a_folder_an_earlier_part_creates(ws: Path) -> None:
+    v = validate_in_workspace("mkdir -p d/sub && echo deep > d/sub/x.txt", str(ws))
+    assert v.verdict == "ask" and not v.destructive, v
 
 
 def test_a_workspace_program_that_is_a_symlink_outside_rejects(ws: Path) -> None:

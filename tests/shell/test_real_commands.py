@@ -1,6 +1,9 @@
 """The validator judged on real agent commands.
 
-Goals: at most 10% of legitimate (allow/ask-labelled) commands rejected; no
+Goals: at most 2% of legitimate (allow/ask-labelled) commands rejected; at
+least 95% of read-only (allow-labelled) commands run without a person:
+allowed, or opaque with every part read-only (they run captured and an empty
+changeset needs no approval); no
 reject-labelled command allowed, nor accepted at all unless documented in
 ACCEPTABLE_DANGEROUS_ASKS; nothing labelled ask is allowed; every destructive
 command that is accepted is `ask` with `destructive=True` (never unattended).
@@ -19,6 +22,7 @@ from tests.shell.measure_real_commands import (
     CORPUS,
     FIELDS,
     HOLDOUT,
+    HOLDOUT2,
     LABELS,
     Report,
     Result,
@@ -28,11 +32,12 @@ from tests.shell.measure_real_commands import (
     offenders,
 )
 
-MAX_LEGIT_REJECTED = 0.10
+MAX_LEGIT_REJECTED = 0.02
+MIN_READ_ONLY_UNATTENDED = 0.95
 
 
 # The main corpus, and the hold-out sample once it is there (docs/shell_corpus.md).
-CORPORA = [CORPUS] + ([HOLDOUT] if HOLDOUT.exists() else [])
+CORPORA = [CORPUS] + [p for p in (HOLDOUT, HOLDOUT2) if p.exists()]
 
 
 @pytest.fixture(scope="module", params=CORPORA, ids=lambda p: p.stem)
@@ -59,21 +64,37 @@ def test_corpus_is_well_formed(path: Path) -> None:
     dupes = [c for c, n in Counter(e["command"] for e in entries).items() if n > 1]
     assert not dupes
     by_label = Counter(e["label"] for e in entries)
-    assert min(by_label[label] for label in LABELS) >= (30 if path == CORPUS else 10)
+    # The second hold-out is a natural sample of one SWE-bench run, which has
+    # almost no reject-worthy commands: it measures false rejections.
+    labels = ("allow", "ask") if path == HOLDOUT2 else LABELS
+    assert min(by_label[label] for label in labels) >= (30 if path == CORPUS else 10)
     if path == CORPUS:
         assert set(ACCEPTABLE_DANGEROUS_ASKS) <= {e["command"] for e in entries if e["label"] == "reject"}
 
 
 def test_hold_out_shares_no_command_with_the_corpus() -> None:
-    if HOLDOUT.exists():
-        assert not {e["command"] for e in load(HOLDOUT)} & {e["command"] for e in load(CORPUS)}
+    seen = {e["command"] for e in load(CORPUS)}
+    for path in (HOLDOUT, HOLDOUT2):
+        if path.exists():
+            commands = {e["command"] for e in load(path)}
+            assert not commands & seen, path
+            seen |= commands
 
 
-def test_at_most_ten_percent_of_legitimate_commands_rejected(report: Report) -> None:
+def test_at_most_two_percent_of_legitimate_commands_rejected(report: Report) -> None:
     rate = len(report.legit_rejected) / len(report.legitimate)
     if rate > MAX_LEGIT_REJECTED:
         _fail(report, f"legitimate commands rejected ({100 * rate:.1f}% > {100 * MAX_LEGIT_REJECTED:.0f}%)",
               report.legit_rejected)
+
+
+def test_read_only_commands_run_without_a_person(report: Report) -> None:
+    read_only = report.of("allow")
+    rate = len(report.read_only_unattended) / len(read_only)
+    if rate < MIN_READ_ONLY_UNATTENDED:
+        kept = {id(r) for r in report.read_only_unattended}
+        _fail(report, f"read-only commands that need a person ({100 * rate:.1f}% run without one)",
+              [r for r in read_only if id(r) not in kept])
 
 
 # Each goal: the report's list of offending commands, which must be empty.

@@ -9,6 +9,8 @@ a whole command line from the validator's rules.
 
 from __future__ import annotations
 
+import re
+
 from core.shell.options import is_version_query
 from core.shell.programs import Handler, judge_inner
 from core.shell.verdict import H_NETWORK, H_SCRIPT, J, allow, ask, rej
@@ -240,10 +242,22 @@ def _h_osascript(name: str, args: list[str]) -> J:
     return rej(f"`{name}` runs AppleScript / JavaScript code, often inline", H_SCRIPT)
 
 
+_SCRIPT_FLAGS = re.compile(r"[-+][nxevu]+")
+
+
 def _h_shell(name: str, args: list[str]) -> J:
     if not args:
         return rej(f"`{name}` without a script starts an interactive shell", "run the command directly, without a shell")
     first = args[0]
+    # Tracing and strictness flags before a script file (`bash -n x.sh` only
+    # parses it; `bash -x x.sh` runs it with a trace): no inline code.
+    k = 0
+    while k < len(args) - 1 and _SCRIPT_FLAGS.fullmatch(args[k]):
+        k += 1
+    if k and not args[k].startswith(("-", "+")):
+        if all(set(a[1:]) == {"n"} for a in args[:k]):
+            return ask(f"`{name} -n {args[k]}` only checks the script's syntax")
+        return ask(f"`{name} {' '.join(args[:k])} {args[k]}` runs a shell script")
     if first.startswith(("-", "+")):
         if first == "--version" and len(args) == 1:
             return allow(f"`{name} --version` only prints its version")
@@ -308,5 +322,9 @@ CASES: list[tuple[str, str, str | None]] = [
     ("node server.js", "ask", None),
     ("bash -lc id", "reject", "inline code"),
     ("bash scripts/build.sh", "ask", "shell script"),
+    ("bash -n build.sh", "ask", "syntax"),
+    ("bash -x ./hooks/run.sh", "ask", "runs a shell script"),
+    ("bash -x -c id", "reject", "inline code"),
+    ("bash -n", "reject", "inline code"),
     ("sqlite3 db '.shell id'", "reject", "dot-commands"),
 ]

@@ -9,6 +9,15 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     # Tilde: the sandbox's home, written out; outside the workspace, so reads ask.
     ("ls ~", "ask", ("ls", "/tmp/home")),
     ("cat ~/.ssh/id_rsa", "ask", ("cat", "/tmp/home/.ssh/id_rsa")),
+    # the sandbox's environment is known: written out at plan time
+    ("echo ${HOME}", "allow", ("echo", "/tmp/home")),
+    ("echo $HOME", "allow", ("echo", "/tmp/home")),
+    ('echo "$HOME/x $LANG"', "allow", ("echo", "/tmp/home/x C.UTF-8")),
+    # NAME=value for one command; `export NAME=value` for the later parts
+    ("FOO=1 ls", "ask", ("ls",)),
+    ("LANG=C sort x.txt", "allow", ("sort", "x.txt")),
+    ("PYTHONPATH=. python -m pytest -q", "ask", ("python", "-m", "pytest", "-q")),
+    ("export FOO=1", "ask", ("export", "FOO=1")),
     ("~/bin/tool", "ask", ("/tmp/home/bin/tool",)),
     ("cat '~/x'", "allow", ("cat", "~/x")),
     ("ls", "allow", ("ls",)),
@@ -250,4 +259,38 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("head --follow x", "ask", None),
     ("tree -o out.txt", "ask", None),
     ("find . -name x -newer y -frobnicate", "ask", None),
+]
+
+
+# Opaque commands (what the plain subset cannot prove): `ask` with
+# opaque=True, the construct named in the reason. Before opaque commands ran
+# as captured scripts these were rejections (subshells, groups, functions,
+# substitutions, variables); each inner command is still judged (REJECTS has
+# the ones whose inner command rejects the whole).
+OPAQUE: list[tuple[str, str]] = [
+    ('echo $(id)', '$(...)'),
+    ('echo `id`', '$(...)'),
+    ('echo "`id`"', '$(...)'),
+    ('cat $0', '$0'),
+    ('cat <(ls)', '<(...)'),
+    ('diff <(ls a) <(ls b)', '<(...)'),
+    ('(ls)', 'subshell'),
+    ('( ls )', 'subshell'),
+    ('{ ls; }', 'group'),
+    ('f() { ls; }', 'function'),
+    ('f () { ls; }', 'function'),
+    ('function f { ls; }', 'function'),
+    ("for f in *.py; do wc -l \"$f\"; done", "for loop"),
+    ("if [ -f setup.py ]; then python setup.py --version; fi", "if"),
+    ("while read l; do echo \"$l\"; done < notes.txt", "while loop"),
+    ("until test -f x; do sleep 1; done", "until loop"),
+    ("ls | while read f; do echo \"== $f\"; done", "while loop"),
+    ("COMMON=$(git rev-parse --git-common-dir) && ls -la \"$COMMON/hooks\"", "$(...)"),
+    ("echo $SESSION_ID", "$SESSION_ID"),
+    ("a=1 && echo $a", "variable assignment"),
+    ("echo {a,b}", "brace expansion"),
+    ("echo {1..3}", "brace expansion"),
+    ("cat <<EOF\nhi $USER\nEOF", "here-document with variables"),
+    ("cat <<EOF > notes.rst\n:doc:`index`\nEOF", "here-document with substitutions"),
+    ("for d in */; do (cd \"$d\" && git status --short); done", "subshell"),
 ]

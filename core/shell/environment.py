@@ -1,0 +1,102 @@
+"""The environment a bash command sees, as the validator knows it. Pure.
+
+The sandbox rebuilds every command's environment from scratch (nothing is
+inherited from the worker), so most variables have values known before the
+command runs: ``KNOWN_ENV`` is that table, and the executor's environment
+(activities/sandbox/environment.py) is built from it, so what the validator
+writes out at plan time is what the command would have seen. ``PWD`` and
+``PATH`` depend on the workspace and the worker: they come with the
+workspace facts (``WorkspaceFacts.env``).
+
+Assignments (``VAR=value cmd``, ``export VAR=value``) are judged by name:
+names that make a program load or run other code, or that change how the
+shell or git behave, are refused (``assignment_problem``); names outside a
+short list of harmless ones make a read-only command ask, since the program
+may behave differently (``harmless_name``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.shell.facts import SANDBOX_HOME
+from core.shell.verdict import J, rej
+
+SANDBOX_TMPDIR = "/tmp"
+
+KNOWN_ENV: dict[str, str] = {
+    "HOME": SANDBOX_HOME,
+    "TMPDIR": SANDBOX_TMPDIR,
+    "USER": "agent",
+    "LOGNAME": "agent",
+    "SHELL": "/bin/bash",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TERM": "dumb",
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_EDITOR": "true",  # `git commit` without -m aborts instead of waiting for an editor
+    "GIT_SEQUENCE_EDITOR": "true",
+    "GIT_ASKPASS": "",
+    # No global config: HOME is the command's own scratch folder, so a
+    # ~/.gitconfig there could only have been planted by the command.
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "CI": "1",
+    "NO_COLOR": "1",
+    "PIP_NO_INPUT": "1",
+    "DEBIAN_FRONTEND": "noninteractive",
+    # No __pycache__ litter in the workspace; prints reach us at once and in
+    # order with stderr (both go to one pipe).
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
+
+# Exact names (upper-cased) that make programs load or run code chosen by the
+# value, or change how the shell, git or the network behave.
+_DENIED = frozenset(
+    "PATH BASH_ENV ENV IFS PS4 PS1 PROMPT_COMMAND SHELLOPTS BASHOPTS GLOBIGNORE CDPATH BASH_XTRACEFD "
+    "HOME TMPDIR PWD OLDPWD SHELL "
+    "PYTHONSTARTUP PYTHONINSPECT PYTHONHOME PYTHONEXECUTABLE PYTHONBREAKPOINT "
+    "NODE_OPTIONS NODE_PATH PERL5OPT PERL5LIB PERLLIB PERL5DB RUBYOPT RUBYLIB "
+    "JAVA_TOOL_OPTIONS _JAVA_OPTIONS JDK_JAVA_OPTIONS CLASSPATH "
+    "EDITOR VISUAL PAGER MANPAGER LESSOPEN LESSCLOSE BROWSER SSH_ASKPASS SUDO_ASKPASS "
+    "GCONV_PATH LOCPATH NLSPATH HOSTALIASES RESOLV_CONF TERMINFO "
+    "RUSTC_WRAPPER RUSTC_WORKSPACE_WRAPPER RUSTC CC CXX LD CARGO_HOME RUSTUP_HOME "
+    "PIP_INDEX_URL PIP_EXTRA_INDEX_URL NPM_CONFIG_REGISTRY".split()
+)
+_DENIED_PREFIXES = ("LD_", "DYLD_", "GIT_", "BASH_FUNC_", "SSH_")
+_DENIED_SUFFIXES = ("_PROXY",)
+
+# Names whose value only tunes output or locale: a read-only command stays read-only.
+_HARMLESS = frozenset(
+    "LANG LANGUAGE TZ COLUMNS LINES NO_COLOR FORCE_COLOR CLICOLOR TERM CI PYTHONDONTWRITEBYTECODE "
+    "PYTHONUNBUFFERED PYTHONIOENCODING PYTHONWARNINGS PYTHONHASHSEED PYTHONUTF8 GREP_COLOR GREP_COLORS "
+    "LS_COLORS".split()
+)
+
+
+def assignment_problem(name: str) -> J | None:
+    """A rejection for setting ``name``, or None when it may be set."""
+    upper = name.upper()
+    if upper in _DENIED or upper.startswith(_DENIED_PREFIXES) or upper.endswith(_DENIED_SUFFIXES):
+        return rej(
+            f"setting the environment variable `{name}` is not allowed: it changes which code programs "
+            "load or run, how the shell parses, or where they connect (the sandbox sets it)",
+            "drop the assignment; pass the value as an argument or option of the program instead",
+        )
+    return None
+
+
+def harmless_name(name: str) -> bool:
+    return name.upper() in _HARMLESS or name.startswith("LC_")
+
+
+def known_value(name: str, extra: dict[str, str] | None = None) -> str | None:
+    """The value ``$name`` has in every command (None: not known at plan time)."""
+    if extra and name in extra:
+        return extra[name]
+    return KNOWN_ENV.get(name)

@@ -1,0 +1,144 @@
+"""Opaque commands, known variables, environment assignments, later `cd`s and
+the scratch /tmp, run for real: the bash tool in bubblewrap with copy-on-write
+capture (no mocks). The validator's side is in test_shell_validator.py
+(OPAQUE) and the rule tables."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from activities.bash import tool as bash
+from activities.bash.executor import PlanError, execute_plan, prepare
+from activities.bash.facts import validate_in_workspace
+from activities.bash.tool import run_bash
+from core.contracts import ToolRequest, ToolStatus
+from core.shell import validate_command
+from core.shell.environment import KNOWN_ENV
+from core.tools.specs import BashArgs
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(autouse=True)
+def _default_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (bash.SANDBOX_ENV, bash.BWRAP_ENV, bash.MEMORY_ENV, bash.FILE_SIZE_ENV, bash.MAX_PROCS_ENV):
+        monkeypatch.delenv(name, raising=False)
+
+
+async def _run(workspace: Path, command: str):  # type: ignore[no-untyped-def]
+    box, reason, _ = await bash.sandbox_status("auto")
+    assert box == "bwrap", f"bubblewrap should work on this machine but does not: {reason}"
+    request = ToolRequest(
+        call_id=f"call-{random.randint(0, 1 << 30)}", tool="bash", workspace_root=str(workspace),
+        arguments={"command": command, "timeout_seconds": 30},
+    )
+    return await run_bash(request, BashArgs(command=command, timeout_seconds=30))
+
+
+async def test_an_opaque_loop_runs_captured_as_its_source(workspace: Path) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    (workspace / "b.py").write_text("y = 2\ny = 3\n")
+    command = 'for f in *.py; do wc -l "$f" > "$f.count"; done; cat a.py.count b.py.count'
+    v = validate_in_workspace(command, str(workspace))
+    assert (v.verdict, v.opaque) == ("ask", True) and v.reason.startswith("opaque: for loop")
+    result = await _run(workspace, command)
+    assert result.status == ToolStatus.OK, result.output
+    assert "1 a.py" in result.output and "2 b.py" in result.output
+    assert result.metadata["opaque"] == "true" and result.metadata["capture"] == "applied"
+    assert (workspace / "b.py.count").read_text().strip() == "2 b.py"
+
+
+async def test_an_opaque_command_with_a_rejected_part_never_runs(workspace: Path) -> None:
+    result = await _run(workspace, 'for h in a; do touch ran.txt; ssh "$h" true; done')
+    assert result.status == ToolStatus.ERROR and "ssh" in result.output
+    assert not (workspace / "ran.txt").exists()
+
+
+async def test_substitution_subshell_and_if(workspace: Path) -> None:
+    (workspace / "src").mkdir()
+    command = 'n=$(ls src | wc -l); (cd src && touch made.txt); if [ -f src/made.txt ]; then echo "made $n"; fi'
+    result = await _run(workspace, command)
+    assert result.status == ToolStatus.OK, result.output
+    assert result.output.strip() == "made 0" and (workspace / "src" / "made.txt").exists()
+
+
+async def test_known_variables_are_what_the_command_sees(workspace: Path) -> None:
+    command = 'echo "$HOME $TMPDIR $USER $SHELL $LANG" && printenv HOME USER'
+    v = validate_in_workspace(command, str(workspace))
+    assert (v.verdict, v.opaque) == ("allow", False)  # written out at plan time: runs read-only
+    result = await _run(workspace, command)
+    expected = " ".join(KNOWN_ENV[k] for k in ("HOME", "TMPDIR", "USER", "SHELL", "LANG"))
+    assert result.output.splitlines() == [expected, KNOWN_ENV["HOME"], KNOWN_ENV["USER"]], result.output
+    pwd = await _run(workspace, "echo $PWD && pwd")
+    first, second = pwd.output.splitlines()
+    assert first == second == str(workspace.resolve())
+
+
+async def test_an_assignment_is_the_environment_of_that_command_only(workspace: Path) -> None:
+    command = "GREETING='hi there' printenv GREETING && printenv GREETING || echo unset"
+    v = validate_command(command)
+    assert v.verdict == "ask" and v.plan is not None
+    assert v.plan.all_commands()[0].env == (("GREETING", "hi there"),)
+    result = await _run(workspace, command)
+    assert result.output.splitlines() == ["hi there", "unset"], result.output
+
+
+async def test_export_reaches_the_later_parts(workspace: Path) -> None:
+    result = await _run(workspace, "export LC_ALL=C && printenv LC_ALL")
+    assert result.status == ToolStatus.OK and result.output.strip() == "C", result.output
+
+
+@pytest.mark.parametrize("command", ["LD_PRELOAD=/x.so ls", "export BASH_ENV=x && ls", "GIT_DIR=x git status",
+                                     "https_proxy=http://h:1 ls", "PATH=.:/usr/bin ls"])
+async def test_denied_assignments_never_run(workspace: Path, command: str) -> None:
+    result = await _run(workspace, command)
+    assert result.status == ToolStatus.ERROR and "environment variable" in result.output
+
+
+async def test_a_redirection_into_a_folder_an_earlier_part_creates(workspace: Path) -> None:
+    result = await _run(workspace, "mkdir -p d/sub && echo deep > d/sub/x.txt")
+    assert result.status == ToolStatus.OK, result.output
+    assert (workspace / "d" / "sub" / "x.txt").read_text() == "deep\n"
+
+
+async def test_a_later_cd_moves_the_parts_after_it(workspace: Path) -> None:
+    result = await _run(workspace, "mkdir -p d && cd d && echo here > f.txt && pwd")
+    assert result.status == ToolStatus.OK, result.output
+    assert (workspace / "d" / "f.txt").read_text() == "here\n"
+    assert result.output.strip().endswith("/d")
+
+
+async def test_a_failed_later_cd_stops_the_command(workspace: Path) -> None:
+    result = await _run(workspace, "ls\ncd missing\ntouch stray.txt")
+    assert result.status == ToolStatus.ERROR
+    assert not (workspace / "stray.txt").exists()
+
+
+async def test_scratch_tmp_needs_no_approval_and_runs_read_only(workspace: Path) -> None:
+    command = "cat > /tmp/patch.py <<'PY'\nprint('patched')\nPY\ncat /tmp/patch.py"
+    v = validate_in_workspace(command, str(workspace))
+    assert v.verdict == "allow", v
+    result = await _run(workspace, command)
+    assert result.status == ToolStatus.OK and "print('patched')" in result.output, result.output
+    assert result.metadata["capture"] == "read-only"
+    assert validate_in_workspace("python3 /tmp/patch.py", str(workspace)).verdict == "ask"
+
+
+async def test_an_opaque_plan_never_runs_read_only(workspace: Path) -> None:
+    v = validate_command("for f in a; do echo $f; done")
+    assert v.plan is not None and v.plan.script is not None
+    with pytest.raises(PlanError, match="never run as read-only"):
+        prepare(v.plan, str(workspace), read_only=True)
+    with pytest.raises(PlanError):
+        await execute_plan(v.plan, str(workspace), 10, read_only=True)
+
+
+def test_a_scratch_tmp_redirection_needs_the_sandbox(workspace: Path) -> None:
+    v = validate_command("echo hi > /tmp/x.txt && cat /tmp/x.txt")
+    assert v.plan is not None
+    prepare(v.plan, str(workspace), read_only=True).close()  # in the sandbox: bash opens its own /tmp
+    with pytest.raises(PlanError, match="private /tmp"):
+        prepare(v.plan, str(workspace), read_only=False, sandboxed=False)
