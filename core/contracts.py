@@ -83,6 +83,22 @@ class ToolRequest(BaseModel):
     # which an unsafe tool journals that it has applied its effect, so a retry
     # after a crash can tell it already happened.
     turn_id: str = ""
+    # bash: judge the captured changeset before applying it (None: apply as before).
+    gate: "EffectGate | None" = None
+
+
+class EffectGate(BaseModel):
+    """What the bash activity does with a captured changeset before applying it:
+    ``destructive`` keeps (does not apply) one that is destructive by effect,
+    ``effects`` also one with any change that is not a declared cache; a kept
+    changeset waits for a person (the turn pauses at that call)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["destructive", "effects"] = "destructive"
+    cache_paths: list[str] = Field(default_factory=list)
+    max_files: int = 1000
+    max_bytes: int = 100 << 20
 
 
 class Workspace(BaseModel):
@@ -113,6 +129,15 @@ class Policy(BaseModel):
     # view; the pending call shows its output and diff, and approval applies
     # exactly that changeset (no second run).
     preview_bash: bool = False
+    # The effect gate: a captured bash changeset that is destructive by effect
+    # pauses in every mode; under ask-writes a bash call that asks only because
+    # it may write or runs project code runs captured first and pauses only if
+    # it changed something besides the cache paths.
+    effect_gate: bool = True
+    # None: the defaults (__pycache__, .pytest_cache, .mypy_cache, .ruff_cache, ...).
+    cache_paths: list[str] | None = None
+    effect_max_files: int = Field(default=1000, ge=1)
+    effect_max_bytes: int = Field(default=100 << 20, ge=1)
 
 
 class TurnOptions(BaseModel):
@@ -247,3 +272,5 @@ class TurnPlan(BaseModel):
     stages: list[PlannedStage]
     # Which rules made the plan, for the operator reading a history.
     planned_by: str = ""
+
+ToolRequest.model_rebuild()
