@@ -223,6 +223,8 @@ class TurnResult(BaseModel):
     anthropic_blocks: list[dict[str, Any]]
     snapshots: list[Snapshot]
     decision: DecisionRecord | None = None
+    # Decisions taken at single calls (the effect gate's pauses), in order.
+    call_decisions: list[DecisionRecord] = Field(default_factory=list)
     # Set when the full result did not fit in one Temporal payload: results,
     # messages and blocks are then empty here and the whole TurnResult's JSON
     # is in this folder of the workspace (parts in name order; see
@@ -252,6 +254,9 @@ class PlannedCall(BaseModel):
     path: str | None = None  # the file tool's path argument (snapshots)
     # Set when the call is settled without running (bad input, rejection, denial).
     early_result: ToolResult | None = None
+    # bash under ask-writes that asks only because it may write or runs
+    # project code: runs captured before approval, its effects decide.
+    by_effects: bool = False
 
     @property
     def needs_approval(self) -> bool:
