@@ -157,7 +157,9 @@ class AgentTurnWorkflow:
                 start_to_close_timeout=timedelta(seconds=10),
             )
             self._prepare_in_workflow(policy)
-        if self._recorded and self._policy.effect_gate and workflow.patched(EFFECT_GATE_PATCH):
+        if self._recorded and self._policy.effect_gate and TurnGate.wanted(self._calls) and workflow.patched(
+            EFFECT_GATE_PATCH
+        ):
             self._gate = TurnGate(self, self._policy, self._digest, self._turn.workspace.task_queue)
             self._pending = deferred(self._pending, self._calls)
             self._status = TurnStatus.PAUSED if self._pending else TurnStatus.RUNNING

@@ -12,8 +12,10 @@ changeset, and a digest bound to it. Approval runs the bash call again
 without a gate: it finds the kept changeset and applies exactly it, or
 reports it stale. Rejection discards it.
 
-A call a person already approved in the whole-batch pause after being told it
-was destructive is not stopped again by the destructive check.
+When the batch pauses anyway (another call asks for another reason), the
+``by_effects`` calls stay in it: one decision for the person, after which they
+keep only the destructive check. A call a person approved in the whole-batch
+pause after being told it was destructive is not stopped again.
 
 Behind patch ``effect-gate`` (and the policy's ``effect_gate``)."""
 
@@ -45,9 +47,12 @@ class PausingTurn(Protocol):
 
 
 def deferred(pending: list[PendingCall], calls: list[PlannedCall]) -> list[PendingCall]:
-    """The whole-batch pending list without the calls the effects settle."""
+    """The whole-batch pending list: empty when every call in it is settled
+    by its effects (they run first, each pausing only if it changed files);
+    otherwise unchanged, so a person decides once for the batch that pauses
+    anyway, and the approved calls keep only the destructive check."""
     by_effects = {c.index for c in calls if c.by_effects}
-    return [p for p in pending if p.index not in by_effects]
+    return [] if all(p.index in by_effects for p in pending) else pending
 
 
 def call_digest(batch_digest: str, call_id: str, changes_digest: str) -> str:
@@ -61,10 +66,16 @@ class TurnGate:
         self.batch_digest = batch_digest
         self.task_queue = task_queue
 
+    @staticmethod
+    def wanted(calls: list[PlannedCall]) -> bool:
+        """Only a turn with a bash call that may write has anything to gate
+        (read-only turns record no patch marker)."""
+        return any(c.name == BASH and c.verdict not in (None, "allow") and c.early_result is None for c in calls)
+
     def gate_for(self, call: PlannedCall, approved_in_batch: bool) -> EffectGate | None:
         if call.name != BASH or call.verdict == "allow":
             return None
-        if call.by_effects:
+        if call.by_effects and not approved_in_batch:
             mode = EFFECTS
         elif approved_in_batch and call.reason.startswith("destructive"):
             return None  # the person approved it knowing it was destructive
