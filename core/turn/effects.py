@@ -88,7 +88,8 @@ class Effects:
             more = f" (and {len(self.destructive) - 5} more)" if len(self.destructive) > 5 else ""
             return f"destructive by effect (needs approval in every mode): {shown}{more}"
         if self.other and mode == EFFECTS:
-            return f"the command changed {len(self.other)} file(s) (caches aside)"
+            names = ", ".join(self.other[:5]) + (", ..." if len(self.other) > 5 else "")
+            return f"the command changed {len(self.other)} file(s) (caches aside): {names}"
         return ""
 
 
