@@ -180,6 +180,7 @@ def sandbox_argv(
     cwd: str | None = None,
     tmp_bytes: int = DEFAULT_TMP_BYTES,
     shm_bytes: int = DEFAULT_SHM_BYTES,
+    tmp_source: str | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` in the sandbox.
 
@@ -193,6 +194,8 @@ def sandbox_argv(
     - ``cwd``: the working folder inside the sandbox (default: ``workspace``).
     - ``tmp_bytes`` / ``shm_bytes``: sizes of the private /tmp and /dev/shm
       (0 = tmpfs default, half the RAM; the memory cgroup still bounds them).
+    - ``tmp_source``: a host folder bound as /tmp instead of a private tmpfs
+      (the workspace's scratch folder, activities/sandbox/scratch.py).
     """
     workspace = os.path.realpath(workspace)
     shown = [*(d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d))]
@@ -212,7 +215,8 @@ def sandbox_argv(
         "--remount-ro", "/dev",  # /dev is a tmpfs too: no files there (device nodes still work)
         "--proc", "/proc",
         "--dir", "/run",  # empty: no host socket
-        *(["--size", str(tmp_bytes)] if tmp_bytes else []), "--tmpfs", "/tmp",
+        *(("--bind", tmp_source, "/tmp") if tmp_source else
+          (*(["--size", str(tmp_bytes)] if tmp_bytes else []), "--tmpfs", "/tmp")),
         "--dir", SANDBOX_HOME,
         # After --tmpfs /tmp: a venv under the host's /tmp stays visible.
         *(arg for folder in folders for arg in ("--ro-bind", folder, folder)),

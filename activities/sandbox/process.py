@@ -42,6 +42,7 @@ from activities.sandbox.settings import (
 from activities.sandbox.cgroup import Cgroup, CgroupBase, cgroup_base
 from activities.sandbox.environment import SANDBOX_HOME, command_env, resolve_program
 from activities.sandbox.output import ARTIFACT_MAX_BYTES, ArtifactSink, OutputCollector
+from activities.sandbox.scratch import scratch_for
 from activities.sandbox.bwrap import (
     DEFAULT_SHM_BYTES,
     DEFAULT_TMP_BYTES,
@@ -319,6 +320,7 @@ async def execute(
                 programs=[p for p in (os.path.abspath(program), *(programs or ()))
                           if not (bind_source and _inside(p, bind_source))], cwd=run_in,
                 tmp_bytes=tmp_bytes, shm_bytes=shm_bytes,
+                tmp_source=await asyncio.to_thread(scratch_for, workspace),
             )
         else:
             full_argv = list(argv)
