@@ -25,8 +25,10 @@ from temporalio import activity
 import core.turn.policy as policy_module
 import core.shell as shell_validator
 from core.contracts import Policy, ToolCall, TurnPlan
-from core.turn.planning import make_plan
+from core.turn.planning import make_plan, planned_arguments
+from core.turn.effects import needs_network
 from core.turn.policy import RiskDecision
+from activities.sandbox.settings import network_on_approval
 from core.shell import Verdict
 
 PLAN_TURN_ACTIVITY = "plan_turn"
@@ -55,11 +57,27 @@ def current_risk() -> Callable[..., RiskDecision]:
     return policy_module.decide_risk
 
 
+def mark_network_calls(plan: TurnPlan, calls: list[ToolCall], validate: Callable[[str], Verdict]) -> None:
+    """On a worker with network on approval: a bash call that needs the
+    network asks (in every mode) with the reason "needs network", and runs
+    with it once approved."""
+    for c in plan.calls:
+        if c.name != "bash" or c.early_result is not None or c.verdict != "ask" or c.action == "deny":
+            continue
+        command = planned_arguments(c, calls[c.index]).get("command", "")
+        verdict = validate(str(command))
+        parts = verdict.plan.all_commands() if verdict.plan is not None else []
+        reasons = [getattr(p, "reason", "") for p in parts if p.verdict == "ask"] or [verdict.reason]
+        if needs_network(reasons):
+            c.network, c.by_effects, c.action = True, False, "ask"
+            c.reason = f"needs network: {'; '.join(r for r in reasons if r)}"
+
+
 def build_plan_activity(default_policy: Policy, build_id: str = "") -> Any:
     @activity.defn(name=PLAN_TURN_ACTIVITY)
     async def plan_turn(request: PlanRequest) -> TurnPlan:
         # In a thread: validating a big batch must not stall the worker's loop.
-        return await asyncio.to_thread(
+        plan = await asyncio.to_thread(
             make_plan,
             request.tool_calls,
             request.policy or default_policy,
@@ -67,5 +85,8 @@ def build_plan_activity(default_policy: Policy, build_id: str = "") -> Any:
             current_risk(),
             build_id,
         )
+        if network_on_approval():
+            mark_network_calls(plan, request.tool_calls, current_validator(request.workspace_root))
+        return plan
 
     return plan_turn

@@ -62,6 +62,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get("AGENT_TOOLS_SANDBOX", "auto"),
         help="bash OS sandbox (bubblewrap): auto uses it where it works, required refuses to run without it",
     )
+    parser.add_argument(
+        "--network-on-approval",
+        action="store_true",
+        default=os.environ.get("AGENT_TOOLS_BASH_NETWORK", "off") == "on-approval",
+        help="a bash command that needs the network (pip install, npm install, curl) asks 'needs network' "
+        "and, approved, runs with the host's network (still captured and gated). Off by default",
+    )
     return parser.parse_args(argv)
 
 
@@ -74,6 +81,7 @@ async def _serve(args: argparse.Namespace) -> int:
         log.error("workspace %s is not a folder: create it or pass another --workspace", workspace)
         return 2
     os.environ["AGENT_TOOLS_SANDBOX"] = args.sandbox
+    os.environ["AGENT_TOOLS_BASH_NETWORK"] = "on-approval" if args.network_on_approval else "off"
 
     server: DevServer | None = None
     settings = connect_settings(args.address, args.namespace)

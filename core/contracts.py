@@ -85,6 +85,8 @@ class ToolRequest(BaseModel):
     turn_id: str = ""
     # bash: judge the captured changeset before applying it (None: apply as before).
     gate: "EffectGate | None" = None
+    # bash: approved as needing the network (honoured only by a worker that opted in).
+    network: bool = False
 
 
 class EffectGate(BaseModel):
@@ -257,6 +259,8 @@ class PlannedCall(BaseModel):
     # bash under ask-writes that asks only because it may write or runs
     # project code: runs captured before approval, its effects decide.
     by_effects: bool = False
+    # bash on a worker with network on approval: needs the network, asks in every mode.
+    network: bool = False
 
     @property
     def needs_approval(self) -> bool:

@@ -400,6 +400,7 @@ class AgentTurnWorkflow:
         )
         if self._gate is not None:
             request.gate = self._gate.gate_for(call, self._batch_approved)
+        request.network = call.network and self._batch_approved  # asked "needs network", approved
         # bash is retried after a lost worker in turns with the patch.
         # workflow.patched is asked only for such tools, as when it was bash-only.
         bash_retry = TOOLS[name].activity.retry == "after-capture" and workflow.patched(BASH_RETRY_PATCH)

@@ -44,6 +44,7 @@ from activities.sandbox.settings import (  # noqa: F401 - re-exported
     SANDBOX_ENV,
     TOTAL_MEMORY_ENV,
     BadSetting,
+    network_on_approval,
     sandbox_mode,
 )
 from activities.sandbox.environment import command_env, command_path, resolve_program  # noqa: F401 - re-exported
@@ -236,8 +237,11 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
     read_only = verdict.verdict == "allow"
     try:
         box, _, _ = await sandbox_status()
+        network = request.network and network_on_approval()
     except (SandboxUnavailable, BadSetting) as exc:
         return _refusal(request, exc, meta)
+    if network:
+        meta["network"] = "true"
     turn_id, attempt = _turn_key(request), _attempt()
     meta["attempt"] = str(attempt)
 
@@ -311,6 +315,7 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
             artifact_root=root,
             call_id=request.call_id,
             on_heartbeat=_heartbeat,
+            network=network,
         )
     except BaseException as exc:
         if capture is not None:

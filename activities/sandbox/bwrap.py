@@ -181,6 +181,7 @@ def sandbox_argv(
     tmp_bytes: int = DEFAULT_TMP_BYTES,
     shm_bytes: int = DEFAULT_SHM_BYTES,
     tmp_source: str | None = None,
+    network: bool = False,
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` in the sandbox.
 
@@ -196,6 +197,8 @@ def sandbox_argv(
       (0 = tmpfs default, half the RAM; the memory cgroup still bounds them).
     - ``tmp_source``: a host folder bound as /tmp instead of a private tmpfs
       (the workspace's scratch folder, activities/sandbox/scratch.py).
+    - ``network``: keep the host's network (a command a person approved as
+      needing it, on a worker that opted in); otherwise only a private loopback.
     """
     workspace = os.path.realpath(workspace)
     shown = [*(d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d))]
@@ -205,7 +208,7 @@ def sandbox_argv(
         "--die-with-parent",  # worker (or bwrap) dies -> the whole sandbox dies
         "--new-session",
         "--unshare-pid",  # its own PID namespace: bwrap's death kills every process inside
-        "--unshare-net",  # only a private loopback: no network at all
+        *(() if network else ("--unshare-net",)),  # only a private loopback: no network at all
         "--unshare-ipc",
         "--unshare-uts",
         "--cap-drop", "ALL",  # as root, bwrap would otherwise keep capabilities

@@ -231,6 +231,7 @@ async def execute(
     drain_s: float = DRAIN_S,
     on_heartbeat: Callable[[dict[str, Any]], None] | None = None,
     heartbeat_every_s: float = HEARTBEAT_EVERY_S,
+    network: bool = False,
 ) -> ExecOutcome:
     """Run ``argv`` (no shell) behind the resource and physical fences.
 
@@ -320,7 +321,7 @@ async def execute(
                 programs=[p for p in (os.path.abspath(program), *(programs or ()))
                           if not (bind_source and _inside(p, bind_source))], cwd=run_in,
                 tmp_bytes=tmp_bytes, shm_bytes=shm_bytes,
-                tmp_source=await asyncio.to_thread(scratch_for, workspace),
+                tmp_source=await asyncio.to_thread(scratch_for, workspace), network=network,
             )
         else:
             full_argv = list(argv)

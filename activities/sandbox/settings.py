@@ -27,6 +27,18 @@ class BadSetting(Exception):
     """A setting (environment variable) has a value we cannot use."""
 
 
+NETWORK_ENV = "AGENT_TOOLS_BASH_NETWORK"  # "off" (default) | "on-approval"
+
+
+def network_on_approval() -> bool:
+    """The worker's opt-in: a command a person approved as needing the
+    network runs with the host's network (still captured and gated)."""
+    value = os.environ.get(NETWORK_ENV, "off").strip().lower()
+    if value not in ("off", "on-approval", ""):
+        raise BadSetting(f"{NETWORK_ENV}={value!r}: use 'off' or 'on-approval'")
+    return value == "on-approval"
+
+
 def int_setting(name: str, default: int, scale: int = 1) -> int:
     raw = os.environ.get(name, "").strip()
     if raw == "":

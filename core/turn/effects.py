@@ -257,6 +257,14 @@ _NOT_BY_EFFECTS = (
 )
 
 
+NETWORK_MARKERS = ("network", "install")
+
+
+def needs_network(reasons: Iterable[str]) -> bool:
+    """Whether a bash ask's reasons say it needs the network (downloads, installs)."""
+    return any(marker in r for r in reasons for marker in NETWORK_MARKERS)
+
+
 def asks_for_effects(reasons: Iterable[str]) -> bool:
     """Whether every reason a bash call asks for is of the might-write /
     runs-project-code / opaque kind (so it can run captured before approval)."""
