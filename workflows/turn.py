@@ -63,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_options import BASH_RETRY_PATCH, LOCAL_START_TO_CLOSE, ToolActivityOptions, options_for
     from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
     from workflows.turn_dispatch import TurnDispatch
-    from workflows.turn_gate import EFFECT_GATE_PATCH, TurnGate, deferred
+    from workflows.turn_gate import EFFECT_GATE_PATCH, TurnGate, deferred, preview_lines
     from workflows.turn_failures import (  # noqa: F401 - REFUSED_BY_CURRENT_RULES re-exported
         REFUSED_BY_CURRENT_RULES,
         _describe_infrastructure_failure,
@@ -583,6 +583,7 @@ class AgentTurnWorkflow:
                 f"**Waiting for approval** of {len(self._pending)} call(s).",
                 "",
                 *[f"- #{c.index + 1} `{shown(c.name)}`: {shown(c.reason)}" for c in self._pending],
+                *preview_lines(self._pending),
                 "",
                 "Approve: More Actions → Send a Signal → `approve` with data:",
                 f'`{{"batch_digest": "{self._digest}", "approver": "your-name", "reason": "ok"}}`',

@@ -31,7 +31,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from core.contracts import DecisionRecord, EffectGate, PendingCall, PlannedCall, Policy, ToolRequest, ToolResult
-    from core.tools.formatting import denied_result
+    from core.tools.formatting import denied_result, shown
     from core.tools.specs import BASH
     from core.turn.effects import DESTRUCTIVE, EFFECTS
 
@@ -53,6 +53,25 @@ def deferred(pending: list[PendingCall], calls: list[PlannedCall]) -> list[Pendi
     anyway, and the approved calls keep only the destructive check."""
     by_effects = {c.index for c in calls if c.by_effects}
     return [] if all(p.index in by_effects for p in pending) else pending
+
+
+DETAILS_PREVIEW_LINES = 60
+
+
+def preview_lines(pending: list[PendingCall]) -> list[str]:
+    """What the Web UI's details show of the pending calls' previews (the
+    changeset a pause at a call waits on): an indented block, every line
+    escaped and indented, so nothing in it can end the block."""
+    out: list[str] = []
+    for c in pending:
+        if not c.preview:
+            continue
+        lines = c.preview.splitlines()
+        out += ["", f"#{c.index + 1} would change:", ""]
+        out += ["    " + shown(line) for line in lines[:DETAILS_PREVIEW_LINES]]
+        if len(lines) > DETAILS_PREVIEW_LINES:
+            out.append(f"    … {len(lines) - DETAILS_PREVIEW_LINES} more lines (agent-turn show)")
+    return out
 
 
 def call_digest(batch_digest: str, call_id: str, changes_digest: str) -> str:

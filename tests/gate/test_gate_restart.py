@@ -6,6 +6,7 @@ once, without running the command again."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from pathlib import Path
 
@@ -23,7 +24,8 @@ pytestmark = needs_overlay
 
 
 async def _paused(handle) -> TurnProgress:  # type: ignore[no-untyped-def]
-    for _ in range(300):
+    deadline = time.monotonic() + 120  # a loaded machine starts workers slowly
+    while time.monotonic() < deadline:
         try:
             progress = await handle.query(AgentTurnWorkflow.status, result_type=TurnProgress)
         except WorkflowQueryFailedError:  # landed while the plan's local activity completed

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
 from core.contracts import ApprovalDecision, Policy, ToolStatus, TurnInput, TurnProgress, TurnResult, TurnStatus, Workspace
@@ -126,6 +127,9 @@ async def test_approval_at_the_call_applies_exactly_that_changeset(client: Clien
         assert progress is not None and progress.pending[0].index == 0
         assert progress.batch_digest != t.turn_id and progress.batch_digest != (await handle.query(
             AgentTurnWorkflow.status, result_type=TurnProgress)).calls[0].tool_call_id
+        details = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        assert "would change" in details.current_details and "-precious" in details.current_details
+        assert progress.batch_digest in details.current_details
         with pytest.raises(WorkflowUpdateFailedError):  # the batch's digest is not the call's
             await handle.execute_update(AgentTurnWorkflow.decide,
                                         ApprovalDecision(batch_digest="0" * 64, approver="mallory"))
