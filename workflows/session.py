@@ -42,6 +42,9 @@ with workflow.unsafe.imports_passed_through():
     from core.session.prompt import default_system_prompt
     from workflows.session_dispatch import OpenBatch, open_batch
 
+# A decision naming another digest than the batch's is forwarded to the turn.
+FORWARD_CALL_DIGEST_PATCH = "session-forward-call-digest"
+
 WORKFLOW_NAME = "AgentSessionWorkflow"
 TURN_WORKFLOW_NAME = "AgentTurnWorkflow"
 CALL_MODEL = "call_model"
@@ -458,6 +461,11 @@ class AgentSessionWorkflow:
             return
         digest = batch_digest(self._current_calls)
         if decision.batch_digest not in ("", digest):
+            if workflow.patched(FORWARD_CALL_DIGEST_PATCH):
+                # Perhaps the digest of a pause at one call of the turn (the
+                # effect gate): the turn checks it and ignores a wrong one.
+                await child.signal("approve" if approve else "reject", decision)
+                return
             workflow.logger.warning("ignored decision for batch %s: the running batch is %s", decision.batch_digest, digest)
             return
         await child.signal("approve" if approve else "reject", decision.model_copy(update={"batch_digest": digest}))

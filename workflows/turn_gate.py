@@ -137,8 +137,8 @@ class TurnGate:
         if not ask_first:
             denied.output = (
                 f"Rejected by {decision.approver}" + (f": {decision.reason}" if decision.reason else "")
-                + ". The command ran in a throwaway copy of the workspace; none of its changes were applied.\n"
-                + f"Its output was:\n{result.output}"
+                + ". The command ran in a throwaway copy of the workspace; none of its changes were applied "
+                "(its output is withheld: the person rejected it)."
             )
         denied.metadata.update(gate="rejected", gate_digest=meta.get("gate_digest", ""))
         return denied
