@@ -85,3 +85,44 @@ def test_asks_for_effects() -> None:
     assert not effects.asks_for_effects(["`curl` downloads from the network (the sandbox may have none)"])
     assert not effects.asks_for_effects(["`pip` installs or changes Python packages"])
     assert not effects.asks_for_effects([])
+
+
+@pytest.mark.parametrize(
+    "command, mode, by_effects",
+    [
+        ("python -m pytest", "ask-writes", True),
+        ("python3 -c \"import shutil; shutil.rmtree('src')\"", "ask-writes", True),
+        ("cp /dev/null keep.txt", "ask-writes", True),
+        ("make", "ask-writes", True),
+        ("cat /etc/passwd", "ask-writes", False),  # reads outside: asks before it runs
+        ("pip install requests", "ask-writes", False),  # network
+        ("rm -rf src", "ask-writes", False),  # destructive by its words: asks before it runs
+        ("ls", "ask-writes", False),  # read-only: no ask at all
+        ("python -m pytest", "auto", False),  # nothing asks under auto (the destructive gate still runs)
+        ("python -m pytest", "ask-all", False),
+    ],
+)
+def test_which_bash_asks_the_plan_settles_by_effects(tmp_path, command: str, mode: str, by_effects: bool) -> None:
+    import json
+
+    from activities.plan import current_validator
+    from core.contracts import Policy, ToolCall
+    from core.turn.planning import make_plan
+
+    calls = [ToolCall(id="c0", name="bash", arguments=json.dumps({"command": command}))]
+    plan = make_plan(calls, Policy(mode=mode), current_validator(str(tmp_path)))  # type: ignore[arg-type]
+    assert plan.calls[0].by_effects is by_effects, plan.calls[0]
+    off = make_plan(calls, Policy(mode=mode, effect_gate=False), current_validator(str(tmp_path)))  # type: ignore[arg-type]
+    assert off.calls[0].by_effects is False
+
+
+def test_a_rule_that_asks_keeps_the_pause_before_running(tmp_path) -> None:
+    import json
+
+    from activities.plan import current_validator
+    from core.contracts import Policy, PolicyRule, ToolCall
+    from core.turn.planning import make_plan
+
+    calls = [ToolCall(id="c0", name="bash", arguments=json.dumps({"command": "python -m pytest"}))]
+    policy = Policy(mode="ask-writes", rules=[PolicyRule(action="ask", tool="bash", command_prefix="python -m pytest")])
+    assert make_plan(calls, policy, current_validator(str(tmp_path))).calls[0].by_effects is False
