@@ -36,6 +36,16 @@ async def _paused(handle) -> TurnProgress:  # type: ignore[no-untyped-def]
     raise AssertionError("turn never paused")
 
 
+async def _recorded_paused(handle) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        memo = await (await handle.describe()).memo()
+        if memo.get("turn_status") == TurnStatus.PAUSED.value:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the pause never reached the server")
+
+
 async def test_pause_at_a_call_survives_killing_worker_and_server(workspace: Path, tmp_path: Path) -> None:
     (workspace / "counter.py").write_text(
         "with open('runs.log', 'a') as f:\n    f.write('ran\\n')\nprint('counted')\n"
@@ -56,6 +66,9 @@ async def test_pause_at_a_call_survives_killing_worker_and_server(workspace: Pat
             AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=queue, result_type=TurnResult
         )
         progress = await _paused(handle)
+        # Kill only once the server holds the pause (the memo comes with the
+        # completion of the workflow task that paused), not just the worker's memory.
+        await _recorded_paused(handle)
         assert [p.index for p in progress.pending] == [0]
         assert "runs.log" in progress.pending[0].reason and "+ran" in progress.pending[0].preview
 
