@@ -29,10 +29,12 @@ import core.shell as shell_validator
 from activities.files.review import with_reviews
 from core.contracts import Policy, ToolCall, TurnPlan
 import core.turn.planning as planning
-from core.turn.planning import make_plan
+from core.turn.planning import make_plan, planned_arguments
 from core.names import PLAN_TURN_ACTIVITY
 from core.tools.specs import TOOLS
+from core.turn.effects import needs_network
 from core.turn.policy import RiskDecision
+from activities.sandbox.settings import network_on_approval
 from core.shell import Verdict
 
 
@@ -113,6 +115,22 @@ def resolving_risk(decide: Callable[..., RiskDecision], workspace_root: str) -> 
     return risk
 
 
+def mark_network_calls(plan: TurnPlan, calls: list[ToolCall], validate: Callable[[str], Verdict]) -> None:
+    """On a worker with network on approval: a bash call that needs the
+    network asks (in every mode) with the reason "needs network", and runs
+    with it once approved."""
+    for c in plan.calls:
+        if c.name != "bash" or c.early_result is not None or c.verdict != "ask" or c.action == "deny":
+            continue
+        command = planned_arguments(c, calls[c.index]).get("command", "")
+        verdict = validate(str(command))
+        parts = verdict.plan.all_commands() if verdict.plan is not None else []
+        reasons = [getattr(p, "reason", "") for p in parts if p.verdict == "ask"] or [verdict.reason]
+        if needs_network(reasons):
+            c.network, c.by_effects, c.action = True, False, "ask"
+            c.reason = f"needs network: {'; '.join(r for r in reasons if r)}"
+
+
 def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root: str | None = None) -> Any:
     @activity.defn(name=PLAN_TURN_ACTIVITY)
     async def plan_turn(request: PlanRequest) -> TurnPlan:
@@ -129,6 +147,8 @@ def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root
             resolving_risk(current_risk(), request.workspace_root),
             build_id,
         )
+        if network_on_approval():
+            mark_network_calls(plan, request.tool_calls, current_validator(request.workspace_root))
         if request.task_queue != activity.info().task_queue:
             return plan  # the workflow runs apart from the files: no review diff from here
         return await asyncio.to_thread(

@@ -23,7 +23,7 @@ import time
 import traceback
 from typing import Any
 
-BENCHES = ["turns", "history", "validator", "search", "read", "bash", "capture", "streaming"]
+BENCHES = ["turns", "history", "validator", "search", "read", "bash", "capture", "streaming", "gate"]
 COLUMNS = ["benchmark", "measured", "baseline", "ratio", "goal", "met", "notes"]
 
 

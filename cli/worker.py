@@ -81,6 +81,13 @@ def _parse_args(argv: list[str] | None, config: WorkerConfig) -> argparse.Namesp
         help=f"bash OS sandbox (bubblewrap): auto uses it where it works, required refuses to run without it "
         f"(default: {SANDBOX_ENV} or auto)",
     )
+    parser.add_argument(
+        "--network-on-approval",
+        action="store_true",
+        default=config.tools.bash_network == "on-approval",
+        help="a bash command that needs the network (pip install, npm install, curl) asks 'needs network' "
+        "and, approved, runs with the host's network (still captured and gated). Off by default",
+    )
     return parser.parse_args(argv)
 
 
@@ -92,7 +99,7 @@ async def _serve(args: argparse.Namespace, config: WorkerConfig) -> int:
     if not workspace.is_dir():
         log.error("workspace %s is not a folder: create it or pass another --workspace", workspace)
         return 2
-    tools = config.tools.replace(sandbox=args.sandbox)
+    tools = config.tools.replace(sandbox=args.sandbox, bash_network="on-approval" if args.network_on_approval else "off")
     args.task_queue = args.task_queue or queue_for_workspace(str(workspace))
 
     server: DevServer | None = None

@@ -34,6 +34,12 @@ MCP_TOKEN_ENV = "AGENT_TOOLS_MCP_TOKEN"
 CHANGESET_MB_ENV = "AGENT_TOOLS_CHANGESET_MB"
 CHANGESET_FILES_ENV = "AGENT_TOOLS_CHANGESET_FILES"
 ALLOWED_MODEL_URLS_ENV = "AGENT_TOOLS_ALLOWED_MODEL_URLS"
+NETWORK_ENV = "AGENT_TOOLS_BASH_NETWORK"
+SCRATCH_ENV = "AGENT_TOOLS_BASH_SCRATCH"
+SCRATCH_SIZE_ENV = "AGENT_TOOLS_BASH_SCRATCH_MB"
+SCRATCH_MAX_AGE_ENV = "AGENT_TOOLS_BASH_SCRATCH_MAX_AGE_H"
+NETWORK_MODES = ("off", "on-approval")
+SCRATCH_MODES = ("on", "off")
 STATE_DIR_ENV = "AGENT_TOOLS_STATE_DIR"
 
 SandboxMode = Literal["auto", "required", "off"]
@@ -107,6 +113,14 @@ class ToolSettings:
     mcp_token: str = ""  # the bearer token the MCP front-end's HTTP transport requires
     changeset_bytes: int = 2 << 30  # what one captured command may change, in bytes (0 = no bound)
     changeset_files: int = 200_000  # and in paths
+    bash_network: str = "off"  # on-approval: an approved "needs network" command runs with the network
+    bash_scratch: str = "on"  # the sandbox's /tmp is a per-workspace scratch folder kept across calls (off: a private tmpfs)
+    bash_scratch_bytes: int = 1 << 30  # the scratch folder, bounded between commands
+    bash_scratch_max_age_s: int = 168 * HOUR  # a scratch folder unused this long is removed
+    bash_network: str = "off"  # on-approval: an approved "needs network" command runs with the network
+    bash_scratch: str = "on"  # the sandbox's /tmp is a per-workspace scratch folder kept across calls (off: a private tmpfs)
+    bash_scratch_bytes: int = 1 << 30  # the scratch folder, bounded between commands
+    bash_scratch_max_age_s: int = 168 * HOUR  # a scratch folder unused this long is removed
     allowed_model_urls: str = ""  # base URLs a session may name besides the worker's own (comma or space separated)
     state_dir: str = ""  # the worker's state folder ("": ~/.local/state/agent-tools); outside every workspace
 
@@ -155,6 +169,10 @@ _VARIABLES: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "changeset_bytes": (CHANGESET_MB_ENV, _mib),
     "changeset_files": (CHANGESET_FILES_ENV, whole),
     "allowed_model_urls": (ALLOWED_MODEL_URLS_ENV, _path),
+    "bash_network": (NETWORK_ENV, lambda n, r: choice(n, r, NETWORK_MODES)),
+    "bash_scratch": (SCRATCH_ENV, lambda n, r: choice(n, r, SCRATCH_MODES)),
+    "bash_scratch_bytes": (SCRATCH_SIZE_ENV, _mib),
+    "bash_scratch_max_age_s": (SCRATCH_MAX_AGE_ENV, lambda n, r: whole(n, r, HOUR, " of hours")),
     "state_dir": (STATE_DIR_ENV, _absolute_path),
 }
 VARIABLES: tuple[str, ...] = tuple(name for name, _ in _VARIABLES.values())

@@ -106,6 +106,24 @@ class ToolRequest(BaseModel):
     # showed (as its result recorded it in the history); only that changeset
     # is applied.
     txn_digest: str = ""
+    # bash: judge the captured changeset before applying it (None: apply as before).
+    gate: "EffectGate | None" = None
+    # bash: approved as needing the network (honoured only by a worker that opted in).
+    network: bool = False
+
+
+class EffectGate(BaseModel):
+    """What the bash activity does with a captured changeset before applying it:
+    ``destructive`` keeps (does not apply) one that is destructive by effect,
+    ``effects`` also one with any change that is not a declared cache; a kept
+    changeset waits for a person (the turn pauses at that call)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["destructive", "effects"] = "destructive"
+    cache_paths: list[str] = Field(default_factory=list)
+    max_files: int = 1000
+    max_bytes: int = 100 << 20
 
 
 class Workspace(BaseModel):
@@ -141,6 +159,15 @@ class Policy(BaseModel):
     # view; the pending call shows its output and diff, and approval applies
     # exactly that changeset (no second run).
     preview_bash: bool = False
+    # The effect gate: a captured bash changeset that is destructive by effect
+    # pauses in every mode; under ask-writes a bash call that asks only because
+    # it may write or runs project code runs captured first and pauses only if
+    # it changed something besides the cache paths.
+    effect_gate: bool = True
+    # None: the defaults (__pycache__, .pytest_cache, .mypy_cache, .ruff_cache, ...).
+    cache_paths: list[str] | None = None
+    effect_max_files: int = Field(default=1000, ge=1)
+    effect_max_bytes: int = Field(default=100 << 20, ge=1)
 
 
 class TurnOptions(BaseModel):
@@ -242,6 +269,8 @@ class TurnResult(BaseModel):
     anthropic_blocks: list[dict[str, Any]]
     snapshots: list[Snapshot]
     decision: DecisionRecord | None = None
+    # Decisions taken at single calls (the effect gate's pauses), in order.
+    call_decisions: list[DecisionRecord] = Field(default_factory=list)
     # Set when the full result did not fit in one Temporal payload: results,
     # messages and blocks are then empty here and the whole TurnResult's JSON
     # is in this folder of the workspace (parts in name order; see
@@ -273,6 +302,11 @@ class PlannedCall(BaseModel):
     early_result: ToolResult | None = None
     # edit/write that asks: the file's diff as planned (core.tools.display).
     review: str = ""
+    # bash under ask-writes that asks only because it may write or runs
+    # project code: runs captured before approval, its effects decide.
+    by_effects: bool = False
+    # bash on a worker with network on approval: needs the network, asks in every mode.
+    network: bool = False
 
     @property
     def needs_approval(self) -> bool:
@@ -293,3 +327,5 @@ class TurnPlan(BaseModel):
     stages: list[PlannedStage]
     # Which rules made the plan, for the operator reading a history.
     planned_by: str = ""
+
+ToolRequest.model_rebuild()

@@ -54,6 +54,8 @@ PINNED = {
     "STREAMING_DISPATCH_PATCH": "streaming-dispatch",
     "SHORT_DIGEST_PATCH": "short-digest",
     "READ_STAGE_PATCH": "read-stage-activity",
+    "EFFECT_GATE_PATCH": "effect-gate",
+    "FORWARD_CALL_DIGEST_PATCH": "session-forward-call-digest",
     "SEARCH_ATTRIBUTES_PATCH": "turn-search-attributes",
     "ROLLBACK_HEARTBEAT_PATCH": "rollback-heartbeat",
 }

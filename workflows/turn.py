@@ -19,10 +19,10 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError as TemporalTimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, SAVE_RESULT_PART_ACTIVITY, STATUS_QUERY, TURN_WORKFLOW
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, SAVE_RESULT_PART_ACTIVITY, STATUS_QUERY, TURN_WORKFLOW
     from activities.plan import PlanRequest
     from activities.turn_results import ResultPart
     from core.contracts import (
@@ -60,15 +60,18 @@ with workflow.unsafe.imports_passed_through():
     from core.tools.specs import BASH, TOOLS
     from core.turn.limits import MAX_CALLS_PER_TURN
     from workflows.turn_preview import TurnPreviews
-    from workflows.activity_options import LOCAL_START_TO_CLOSE, options_for
+    from workflows.activity_options import LOCAL_START_TO_CLOSE, ToolActivityOptions, options_for
     from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
     from workflows.turn_dispatch import TurnDispatch
     from workflows.turn_console import details, publish
     from workflows.read_stage import ReadStage
+    from workflows.turn_gate import TurnGate, deferred
+    from workflows.turn_failures import (  # noqa: F401 - REFUSED_BY_CURRENT_RULES re-exported
+        REFUSED_BY_CURRENT_RULES,
+        _describe_infrastructure_failure,
+        refused_by_current_rules,
+    )
 
-# Set on a bash result that the plan accepted but the activity's own (newer)
-# rules refused: the command was not run, and it counts as a failed unsafe call.
-REFUSED_BY_CURRENT_RULES = "refused_by_current_rules"
 PLAN_START_TO_CLOSE = timedelta(seconds=60)
 PLAN_RETRY = RetryPolicy(maximum_attempts=3)
 # In local mode, a wave of at least this many calls is followed by a 1 ms
@@ -84,40 +87,6 @@ RESULT_PART_CHARS = 256 * 1024
 # run (each says so), and the turn ends with what it has.
 HISTORY_BUDGET_BYTES = 32 * 1024 * 1024
 RESULT_OVERHEAD_BYTES = 512  # event framing, metadata, snapshot
-
-
-def _describe_infrastructure_failure(call: PlannedCall, err: BaseException) -> ToolResult:
-    """An activity that failed for infrastructure reasons, as a result the
-    model can read. A tool whose effects are then unknown (bash) says so in
-    its own words (``ToolSpec.lost_worker_text``)."""
-    cause = err.cause if isinstance(err, ActivityError) else err
-    name = call.name
-    spec = TOOLS.get(name)
-    if isinstance(cause, ApplicationError) and cause.type == "PayloadsTooLarge":
-        text = (
-            f"The {name} result was too large to pass back through Temporal (limit 2 MiB). "
-            "Ask for less: a smaller limit/offset window, a narrower pattern or path."
-        )
-        kind = "payload_too_large"
-    elif spec is not None and spec.lost_worker_text:
-        text = spec.lost_worker_text
-        kind = "lost_worker" if isinstance(cause, TemporalTimeoutError) else "infrastructure"
-    else:
-        text = f"The {name} call failed for an infrastructure reason: {cause}. It may be retried."
-        kind = "infrastructure"
-    return ToolResult.error(call.call_id, name, text, metadata={"failure": kind, "detail": str(cause)[:300]})
-
-
-def refused_by_current_rules(result: ToolResult) -> ToolResult:
-    """A bash call the recorded plan accepted, refused by the validator of the
-    build that ran it: say so plainly (nothing ran)."""
-    if result.metadata.get(REFUSED_BY_CURRENT_RULES) != "true":
-        result.output = (
-            "This command was accepted when the turn was planned (under older rules) and is refused "
-            "by the current rules of the worker that was to run it, so it was not run.\n" + result.output
-        )
-    result.metadata[REFUSED_BY_CURRENT_RULES] = "true"
-    return result
 
 
 @workflow.defn(name=TURN_WORKFLOW)
@@ -138,6 +107,9 @@ class AgentTurnWorkflow:
         self._policy = Policy()
         self._recorded_bytes = 0
         self._ignored = ""  # the last decision ignored, and why (shown in details and status)
+        self._gate: TurnGate | None = None  # the pause at a call (effects decide)
+        self._call_decisions: list[DecisionRecord] = []
+        self._batch_approved = False
         # New turns record their plan; histories from before keep planning here.
         self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
         # the batch arrives by dispatch/close_batch.
@@ -187,6 +159,12 @@ class AgentTurnWorkflow:
                 start_to_close_timeout=timedelta(seconds=10),
             )
             self._prepare_in_workflow(policy)
+        if self._recorded and self._policy.effect_gate and TurnGate.wanted(self._calls) and workflow.patched(
+            EFFECT_GATE_PATCH
+        ):
+            self._gate = TurnGate(self, self._policy, self._digest, self._turn.workspace.task_queue)
+            self._pending = deferred(self._pending, self._calls)
+            self._status = TurnStatus.PAUSED if self._pending else TurnStatus.RUNNING
         previews = TurnPreviews(self)  # bash previews before approval
         if self._pending:
             if previews.wanted():
@@ -198,6 +176,7 @@ class AgentTurnWorkflow:
                 if self._dispatch is not None:  # what ran early is reported
                     await self._dispatch.settle(self._calls)
                 return await self._fitted(self._finish(TurnStatus.REJECTED))
+            self._batch_approved = True
             self._status = TurnStatus.RUNNING
             self._publish_status()
         await self._execute()
@@ -338,6 +317,7 @@ class AgentTurnWorkflow:
             snapshots=sorted(self._snapshots.values(), key=lambda s: s.path),
             decision=self._decision,
             ignored_decision=self._ignored,
+            call_decisions=self._call_decisions,
         )
 
     # ------------------------------------------------------------ execution
@@ -431,35 +411,42 @@ class AgentTurnWorkflow:
             turn_id=self._turn.turn_id if self._recorded else "",
             txn_digest=self._txn_digests.get(call.call_id, ""),
         )
+        if self._gate is not None:
+            request.gate = self._gate.gate_for(call, self._batch_approved)
+        request.network = call.network and self._batch_approved  # asked "needs network", approved
         # bash is retried after a lost worker in turns with the patch.
         # workflow.patched is asked only for such tools, as when it was bash-only.
         bash_retry = TOOLS[name].activity.retry == "after-capture" and workflow.patched(BASH_RETRY_PATCH)
         options = options_for(name, bash_timeout=call.bash_timeout_seconds, bash_retry=bash_retry)
         self._running.add(call.index)
         try:
-            if options.may_run_locally and self._runs_locally():
-                result = await workflow.execute_local_activity(
-                    name,
-                    request,
-                    result_type=ToolResult,
-                    start_to_close_timeout=LOCAL_START_TO_CLOSE,
-                    retry_policy=options.retry,
-                )
-            else:
-                result = await workflow.execute_activity(
-                    name,
-                    request,
-                    result_type=ToolResult,
-                    task_queue=self._turn.workspace.task_queue,
-                    start_to_close_timeout=options.start_to_close,
-                    heartbeat_timeout=options.heartbeat,
-                    retry_policy=options.retry,
-                )
+            result = await self._activity(request, options)
         finally:
             self._running.discard(call.index)
+        if self._gate is not None and request.gate is not None:
+            result = await self._gate.settle(call, request, result, lambda r: self._activity(r, options))
         if self._recorded and name == BASH and result.is_error and result.metadata.get("verdict") == "reject":
             result = refused_by_current_rules(result)
         return result
+
+    async def _activity(self, request: ToolRequest, options: ToolActivityOptions) -> ToolResult:
+        if options.may_run_locally and self._runs_locally():
+            return await workflow.execute_local_activity(
+                request.tool,
+                request,
+                result_type=ToolResult,
+                start_to_close_timeout=LOCAL_START_TO_CLOSE,
+                retry_policy=options.retry,
+            )
+        return await workflow.execute_activity(
+            request.tool,
+            request,
+            result_type=ToolResult,
+            task_queue=self._turn.workspace.task_queue,
+            start_to_close_timeout=options.start_to_close,
+            heartbeat_timeout=options.heartbeat,
+            retry_policy=options.retry,
+        )
 
     def _runs_locally(self) -> bool:
         return self._turn.options.execution == "local"
@@ -480,6 +467,24 @@ class AgentTurnWorkflow:
                 self._snapshot_alias[snapshot_key(self._turn.workspace.root, call.path)] = result.snapshot.path
 
     # ------------------------------------------------------------- approval
+    async def pause_at_call(self, pending: PendingCall, digest: str) -> DecisionRecord:
+        """Pause at one call (the effect gate): the same signals, update,
+        status query, memo and details as the whole-batch pause, bound to
+        ``digest``; the batch's own decision is kept aside meanwhile."""
+        batch_digest, batch_decision = self._digest, self._decision
+        self._digest, self._decision = digest, None
+        self._pending, self._status = [pending], TurnStatus.PAUSED
+        try:
+            await self._wait_for_decision()
+            assert self._decision is not None
+            record = self._decision
+        finally:
+            self._digest, self._decision = batch_digest, batch_decision
+            self._pending, self._status = [], TurnStatus.RUNNING
+        self._call_decisions.append(record)
+        self._publish_status()
+        return record
+
     def _decision_problem(self, decision: ApprovalDecision, short_ok: bool = False) -> str | None:
         planning = self._recorded and self._plan is None
         # While the plan is being recorded, a decision that names this batch

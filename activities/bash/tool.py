@@ -43,6 +43,7 @@ from activities.sandbox.settings import (  # noqa: F401 - re-exported
     SANDBOX_ENV,
     TOTAL_MEMORY_ENV,
     BadSetting,
+    network_on_approval,
     sandbox_mode,
 )
 from activities.sandbox.environment import command_env, command_path, resolve_program  # noqa: F401 - re-exported
@@ -61,6 +62,7 @@ from activities.bash.executor import PlanError, execute_plan, plan_from_argv
 from activities.workspace.paths import workspace_root
 from core.contracts import ToolRequest, ToolResult
 from core.tools.specs import BASH, MAX_BASH_TIMEOUT_S, BashArgs
+from core.turn.effects import EFFECTS
 
 try:  # the workspace-aware validator (realpaths, repository-configured toolchains)
     from activities.bash import facts as _facts
@@ -234,8 +236,11 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
     read_only = verdict.verdict == "allow"
     try:
         box, _, _ = await sandbox_status()
+        network = request.network and network_on_approval()
     except (SandboxUnavailable, BadSetting) as exc:
         return _refusal(request, exc, meta)
+    if network:
+        meta["network"] = "true"
     turn_id, attempt = _turn_key(request), _attempt()
     meta["attempt"] = str(attempt)
 
@@ -250,6 +255,12 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
             meta.update(done.metadata, txn_mode=started.mode)
             return _from_stored(request, done.stored, meta, _notes(done), done.is_error)
         if started.mode == "previewed":
+            if request.gate is not None and not preview:
+                again = await asyncio.to_thread(txn.gated_again, root, turn_id, request.call_id)
+                if again is not None:  # a retry of a gated run: the same pause, never an apply
+                    shown = await asyncio.to_thread(bash_txn.load_preview, root, turn_id, request.call_id)
+                    meta.update(again.metadata)
+                    return _from_stored(request, shown[0], meta, shown[1], False)
             return await _previewed(request, root, turn_id, meta, preview)
         nochange = bash_txn.load_nochange_preview(root, turn_id, request.call_id)
         if nochange is not None and not preview:
@@ -267,6 +278,12 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
         launch_mode = "capture" if started.mode == "capture" else "direct"
         if launch_mode == "direct":
             meta.update(capture="unavailable", capture_reason=started.reason)
+            if request.gate is not None and request.gate.mode == EFFECTS and not preview:
+                # Its effects cannot be seen before they land: ask before it runs.
+                started.capture = None
+                meta.update(gate=GATE_ASK_FIRST)
+                return ToolResult.ok(request.call_id, BASH, f"Not run yet: {GATE_ASK_FIRST_TEXT} ({started.reason}).",
+                                     metadata=meta)
             if preview:
                 return ToolResult.error(request.call_id, BASH, f"No preview: {PREVIEW_UNAVAILABLE} ({started.reason}).",
                                         metadata=meta)
@@ -311,6 +328,7 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
             artifact_root=root,
             call_id=request.call_id,
             on_heartbeat=_heartbeat,
+            network=network,
         )
     except BaseException as exc:
         if capture is not None:
@@ -333,19 +351,25 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
     done = await asyncio.to_thread(
         txn.finish, started, verdict=verdict.verdict,
         completed=_finished(outcome), result=stored, preview=preview,
+        gate=None if preview else request.gate,
     )
     meta.update(done.metadata)
     if done.changed and done.capture == "read-only-violation":
         meta["changed_files"] = str(len(done.changed))
     if preview and done.capture == "no-changes":
         await asyncio.to_thread(bash_txn.store_nochange_preview, root, turn_id, request.call_id, stored)
-    extra = done.text if preview else _notes(done)
+    extra = done.text if preview or done.capture == "gated" else _notes(done)
     if preview and done.capture == "no-changes":
         extra = bash_txn.join_text(extra, "[Preview: the command would change no files.]")
     make = ToolResult.error if (is_error or done.is_error) else ToolResult.ok
     return make(request.call_id, BASH, bash_txn.join_text(text, extra), metadata=meta)
 
 
+GATE_ASK_FIRST = "ask-first"
+GATE_ASK_FIRST_TEXT = (
+    "copy-on-write capture is unavailable on this worker, so what the command changes cannot be shown "
+    "before it is applied; it needs approval before it runs"
+)
 APPROVED_NO_CHANGES = "[Approved after a preview in which the command changed no files: it was not run again.]"
 EARLIER_ATTEMPT_NOTE = (
     "[This is the result of an earlier attempt of this call, which ran without copy-on-write capture on a "

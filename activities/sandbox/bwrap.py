@@ -181,6 +181,8 @@ def sandbox_argv(
     cwd: str | None = None,
     tmp_bytes: int = DEFAULT_TMP_BYTES,
     shm_bytes: int = DEFAULT_SHM_BYTES,
+    tmp_source: str | None = None,
+    network: bool = False,
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` in the sandbox.
 
@@ -194,6 +196,10 @@ def sandbox_argv(
     - ``cwd``: the working folder inside the sandbox (default: ``workspace``).
     - ``tmp_bytes`` / ``shm_bytes``: sizes of the private /tmp and /dev/shm
       (0 = tmpfs default, half the RAM; the memory cgroup still bounds them).
+    - ``tmp_source``: a host folder bound as /tmp instead of a private tmpfs
+      (the workspace's scratch folder, activities/sandbox/scratch.py).
+    - ``network``: keep the host's network (a command a person approved as
+      needing it, on a worker that opted in); otherwise only a private loopback.
     """
     workspace = os.path.realpath(workspace)
     shown = [*(d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d))]
@@ -203,7 +209,7 @@ def sandbox_argv(
         "--die-with-parent",  # worker (or bwrap) dies -> the whole sandbox dies
         "--new-session",
         "--unshare-pid",  # its own PID namespace: bwrap's death kills every process inside
-        "--unshare-net",  # only a private loopback: no network at all
+        *(() if network else ("--unshare-net",)),  # only a private loopback: no network at all
         "--unshare-ipc",
         "--unshare-uts",
         "--cap-drop", "ALL",  # as root, bwrap would otherwise keep capabilities
@@ -213,7 +219,8 @@ def sandbox_argv(
         "--remount-ro", "/dev",  # /dev is a tmpfs too: no files there (device nodes still work)
         "--proc", "/proc",
         "--dir", "/run",  # empty: no host socket
-        *(["--size", str(tmp_bytes)] if tmp_bytes else []), "--tmpfs", "/tmp",
+        *(("--bind", tmp_source, "/tmp") if tmp_source else
+          (*(["--size", str(tmp_bytes)] if tmp_bytes else []), "--tmpfs", "/tmp")),
         "--dir", SANDBOX_HOME,
         # After --tmpfs /tmp: a venv under the host's /tmp stays visible.
         *(arg for folder in folders for arg in ("--ro-bind", folder, folder)),

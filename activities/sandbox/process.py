@@ -37,6 +37,7 @@ from activities.settings import current as current_settings
 from activities.sandbox.cgroup import Cgroup, CgroupBase, cgroup_base
 from activities.sandbox.environment import SANDBOX_HOME, command_env, resolve_program
 from activities.sandbox.git_config import command_git_settings
+from activities.sandbox.scratch import scratch_for
 from activities.sandbox.output import ARTIFACT_MAX_BYTES, ArtifactSink, OutputCollector
 from activities.sandbox.bwrap import (
     sandbox_argv,
@@ -227,6 +228,7 @@ class ExecRequest:
     bind_source: str | None = None
     wrap: Callable[[list[str]], list[str]] | None = None
     git_dirs: Sequence[str] = ()  # folders named by `git -C DIR`: their config is neutralised too
+    network: bool = False  # keep the host's network: approved as needing it, on a worker that opted in
     artifact_root: str | os.PathLike[str] | None = None
     call_id: str = "bash"
     artifact_max_bytes: int = ARTIFACT_MAX_BYTES
@@ -311,7 +313,7 @@ def _not_found(outcome: ExecOutcome, program: str, path: str) -> ExecOutcome:
 
 
 def _full_argv(request: ExecRequest, bwrap: str | None, program: str, workspace: str, run_in: str,
-               limits: _Limits) -> list[str]:
+               limits: _Limits, scratch_tmp: str | None = None) -> list[str]:
     """What is started: the command inside bubblewrap (when it works here),
     then inside the request's launcher."""
     if bwrap:
@@ -320,6 +322,7 @@ def _full_argv(request: ExecRequest, bwrap: str | None, program: str, workspace:
             programs=[p for p in (os.path.abspath(program), *(request.programs or ()))
                       if not (request.bind_source and within(p, request.bind_source))], cwd=run_in,
             tmp_bytes=limits.tmp_bytes, shm_bytes=limits.shm_bytes,
+            tmp_source=scratch_tmp, network=request.network,
         )
     else:
         full = list(request.argv)
@@ -412,7 +415,8 @@ async def run(request: ExecRequest) -> ExecOutcome:
             sink.write(data)
             erofs.feed(data)
 
-        full_argv = _full_argv(request, bwrap, program, workspace, run_in, limits)
+        scratch_tmp = await asyncio.to_thread(scratch_for, workspace) if bwrap else None
+        full_argv = _full_argv(request, bwrap, program, workspace, run_in, limits, scratch_tmp)
         rlim = rlimits(limits.memory_bytes, limits.file_bytes, int(request.timeout_s) + CPU_MARGIN_S)
         loop = asyncio.get_running_loop()
         try:

@@ -33,6 +33,12 @@ DRAIN_S = 2.0  # after the process exits or is killed, wait at most this long fo
 HEARTBEAT_EVERY_S = 2.0
 
 
+def network_on_approval() -> bool:
+    """The worker's opt-in: a command a person approved as needing the
+    network runs with the host's network (still captured and gated)."""
+    return current().bash_network == "on-approval"
+
+
 def sandbox_mode(value: str | None = None) -> str:
     """``value`` checked, or (None) the sandbox mode in force."""
     if value is None or not value.strip():

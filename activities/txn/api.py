@@ -31,6 +31,10 @@ from activities.txn import journal
 from activities.txn import overlay
 from activities.settings import current as current_settings
 from activities.txn.changeset import read_only_refusal, size_refusal, summary
+from activities.txn.changeset import read_only_refusal, summary
+from activities.txn.effects import digest as effect_digest, judge
+from core.contracts import EffectGate
+from core.turn.effects import Effects
 from activities.txn.preview import Preview, apply_preview, make_preview
 from activities.txn.rollback import RollbackReport, rollback_turn
 from activities.txn.apply import ApplyReport
@@ -108,12 +112,15 @@ def _from_report(report: ApplyReport, stored: dict | None = None, headline: str 
     return TxnResult(report.status, f"[{report.text()}]", True, _meta(report.status), stored or {})
 
 
-def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, preview: bool = False) -> TxnResult:
+def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, preview: bool = False,
+           gate: EffectGate | None = None) -> TxnResult:
     """After the command ran: capture, check, journal and apply its changes.
 
     ``completed`` is False for a timed-out, killed or cancelled command (or
     one that could not start): nothing it changed is applied. ``result`` is
-    what the tool returns (kept in the journal so a retry returns it again)."""
+    what the tool returns (kept in the journal so a retry returns it again).
+    ``gate``: a changeset the effect gate stops is kept like a preview
+    (status ``gated``, nothing applied) for a person to approve exactly it."""
     if started.mode == "direct" or started.capture is None:
         return TxnResult("unavailable", "", False, _meta("unavailable", capture_reason=started.reason))
     cap = started.capture
@@ -140,6 +147,10 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
     if too_large is not None:
         cap.discard()
         return TxnResult("too-large", f"[{too_large}]", True, _meta("too-large"))
+    if gate is not None and not preview:
+        effects = judge(cap, scan.changeset, gate)
+        if effects.pauses(gate.mode):
+            return _gated(cap, scan, result, effects, gate, skipped)
     if preview:
         p = make_preview(cap, scan, result=result)
         status = "conflict" if p.conflicts else "previewed"
@@ -153,6 +164,30 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
     done = _from_report(report, result, f"Changes applied to the workspace:\n{summary(scan.changeset)}")
     done.text += skipped
     return done
+
+
+def _gated(cap: overlay.Capture, scan: overlay.Scan, result: dict, effects: Effects, gate: EffectGate,
+           skipped: str) -> TxnResult:
+    meta = _meta("gated", gate_reason=effects.reason(gate.mode), gate_digest=effect_digest(scan.changeset),
+                 changed_files=str(len(scan.changeset.changes)),
+                 gate_destructive="true" if effects.destructive else "")
+    # Kept with the command's result, so a retry shows the same pause.
+    p = make_preview(cap, scan, result={**result, GATE_KEY: meta})
+    if p.conflicts:
+        return TxnResult("conflict", p.text() + skipped, True, _meta("conflict"), preview=p)
+    return TxnResult("gated", p.text() + skipped, False, meta, preview=p, changed=scan.changeset.paths())
+
+
+GATE_KEY = "gate_metadata"
+
+
+def gated_again(root: str, turn_id: str, call_id: str) -> TxnResult | None:
+    """A retry of a gated run whose changeset is already kept: the same pause
+    again (never applied without a person); None when nothing is kept."""
+    j = journal.load(root, turn_id, call_id)
+    if j is None or j.state != journal.PREVIEWED or j.applied or GATE_KEY not in j.result:
+        return None
+    return TxnResult("gated", "", False, dict(j.result[GATE_KEY]), j.result, changed=j.changeset.paths())
 
 
 def resume(root: str, turn_id: str, call_id: str) -> TxnResult:

@@ -30,6 +30,7 @@ from core.contracts import (
     ToolStatus,
     TurnPlan,
 )
+from core.turn.effects import asks_for_effects
 from core.turn.policy import RiskDecision, decide_risk
 from core.shell import Verdict, validate_command
 from core.tools.specs import TOOLS, BashArgs, ToolArgs
@@ -205,6 +206,25 @@ def planned_call(p: PreparedCall, keep_arguments: bool = False) -> PlannedCall:
     )
 
 
+def settled_by_effects(p: PreparedCall, policy: Policy) -> bool:
+    """A bash call that asks under ask-writes only because it may write or
+    runs project code (the mode's own reason, every asking part's validator
+    reason of that kind): it runs captured first and its changeset decides."""
+    if not (policy.effect_gate and policy.mode == "ask-writes" and p.needs_approval and p.bash is not None):
+        return False
+    if p.bash.verdict != "ask" or p.bash.destructive or p.risk.reason.startswith(("policy", "destructive")):
+        return False
+    parts = p.bash.plan.all_commands() if p.bash.plan is not None else []
+    reasons = [getattr(c, "reason", "") for c in parts if c.verdict == "ask"] or [p.bash.reason]
+    return asks_for_effects(reasons)
+
+
+def _by_effects(call: PlannedCall, p: PreparedCall, policy: Policy, recorded: bool) -> PlannedCall:
+    if recorded and settled_by_effects(p, policy):
+        call.by_effects = True
+    return call
+
+
 def plan_from_prepared(
     calls: list[ToolCall], prepared: list[PreparedCall], policy: Policy, *, recorded: bool, planned_by: str = ""
 ) -> TurnPlan:
@@ -214,7 +234,7 @@ def plan_from_prepared(
     return TurnPlan(
         batch_digest=batch_digest(calls),
         policy=policy,
-        calls=[planned_call(p, keep_arguments=not recorded) for p in prepared],
+        calls=[_by_effects(planned_call(p, keep_arguments=not recorded), p, policy, recorded) for p in prepared],
         stages=[PlannedStage(parallel=s.parallel, indices=list(s.indices)) for s in (waves(stages) if recorded else stages)],
         planned_by=planned_by,
     )

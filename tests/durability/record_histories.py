@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -37,8 +37,8 @@ LOCAL = {
 # as they are (never re-recorded): they prove that turns started by that
 # release still replay. The plan_* scenarios follow a recorded plan.
 FIRST_RELEASE = {"safe_only", "mixed_failure_skips", "unknown_tool", "read_after_write", "paused_then_approved", "rejected"}
-APPROVED = {"paused_then_approved", "plan_paused_then_approved"}
-REJECTED = {"rejected", "plan_rejected"}
+APPROVED = {"paused_then_approved", "plan_paused_then_approved", "gate_paused_at_call_approved"}
+REJECTED = {"rejected", "plan_rejected", "gate_paused_at_call_rejected"}
 QUEUE = "record-histories"
 
 
@@ -126,6 +126,16 @@ SCENARIOS: dict[str, tuple[list[ToolCall], Policy | None]] = {
         [call(0, "read_file", path="app.py"), call(1, "grep", pattern="def "), call(2, "glob", pattern="*.py")],
         Policy(mode="auto"),
     ),
+    # The effect gate: a bash call that asks only because it may write runs
+    # captured first, and the turn pauses at that call on what it changed.
+    "gate_paused_at_call_approved": (
+        [call(0, "read_file", path="app.py"), call(1, "bash", command="python3 writer.py"), call(2, "bash", command="ls")],
+        Policy(mode="ask-writes"),
+    ),
+    "gate_paused_at_call_rejected": (
+        [call(0, "read_file", path="app.py"), call(1, "bash", command="python3 writer.py"), call(2, "bash", command="ls")],
+        Policy(mode="ask-writes"),
+    ),
     # No policy in the input: the worker's default (ask-writes) is part of the plan.
     "plan_default_policy": (
         [call(0, "read_file", path="app.py"), call(1, "glob", pattern="*.py")],
@@ -137,12 +147,17 @@ SCENARIOS: dict[str, tuple[list[ToolCall], Policy | None]] = {
 def seed_workspace(root: Path) -> None:
     (root / "app.py").write_text("def f():\n    return 1\n\nprint(f())\n")
     (root / "fail.py").write_text("raise SystemExit(4)\n")
+    (root / "writer.py").write_text("open('out.txt', 'w').write('written\\n')\n")
 
 
 async def _decide_when_paused(client: Client, turn_id: str, approve: bool) -> None:
     handle = client.get_workflow_handle(turn_id)
-    for _ in range(200):
-        progress = await handle.query(AgentTurnWorkflow.status, result_type=TurnProgress)
+    for _ in range(400):
+        try:
+            progress = await handle.query(AgentTurnWorkflow.status, result_type=TurnProgress)
+        except WorkflowQueryFailedError:  # a query landing while the plan's local activity completes
+            await asyncio.sleep(0.05)
+            continue
         if progress.status == TurnStatus.PAUSED:
             await handle.execute_update(
                 AgentTurnWorkflow.decide,

@@ -172,6 +172,9 @@ async def test_sandbox_tmp_and_shm_are_bounded(
 ) -> None:
     monkeypatch.setenv("AGENT_TOOLS_BASH_TMP_MB", "8")
     monkeypatch.setenv("AGENT_TOOLS_BASH_SHM_MB", "4")
+    # The private tmpfs /tmp (the workspace's scratch folder, on by default, is
+    # bounded between commands instead: tests/gate/test_scratch_tmp.py).
+    monkeypatch.setenv("AGENT_TOOLS_BASH_SCRATCH", "off")
     out = await execute(["sh", "-c", f"head -c 20000000 /dev/zero > {folder}/fill; ls -l {folder}/fill"],
                         workspace, 20)
     assert "No space left on device" in out.output, out.output

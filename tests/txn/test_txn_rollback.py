@@ -18,7 +18,8 @@ from temporalio.client import Client
 from tests.processes import run_client, server_address
 from tests.support import call
 from tests.txn.support.helpers import modes, needs_overlay, tree
-from tests.txn.support.pipeline import bash_call, result, start, worker
+from runtime.api import TurnClient
+from tests.txn.support.pipeline import bash_call, result, start, wait_paused, worker
 
 pytestmark = needs_overlay
 
@@ -59,7 +60,13 @@ async def test_a_turns_changes_land_and_roll_back_after_a_restart(
     ]
     w = worker(client, workspace, task_queue, tmp_path / "w1.log").start()
     try:
-        done = await result(await start(client, workspace, task_queue, calls, turn_id=turn_id))
+        handle = await start(client, workspace, task_queue, calls, turn_id=turn_id)
+        # Deleting, renaming onto, chmod +x and .git: destructive by effect, so
+        # even under auto the turn pauses at the bash call for a person.
+        paused = await wait_paused(client, turn_id)
+        assert [p.index for p in paused.pending] == [3] and "destructive by effect" in paused.pending[0].reason
+        await TurnClient(client).approve(turn_id, approver="t", digest=paused.batch_digest)
+        done = await result(handle)
     finally:
         w.stop()
     assert [r.is_error for r in done.results] == [False] * 4, [r.output for r in done.results]

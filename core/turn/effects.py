@@ -1,0 +1,303 @@
+"""The effect gate: judge what a captured command changed, not its words. Pure.
+
+A bash command that may write runs on a copy-on-write view; before its
+changeset is applied, ``classify`` sorts every change:
+
+- caches (``__pycache__``, ``.pytest_cache``, ...: ``EffectRules.cache_paths``)
+  are applied without a second look, and ignored for everything below;
+- destructive by effect, pausing in every mode (``auto`` included):
+  deleting an existing file or folder (a rename is not a deletion: its
+  content lands elsewhere), an existing file emptied or replaced (its type
+  changed, a symlink re-pointed, or its new content keeps less than
+  ``KEPT_MIN`` of the old: ``cp``, ``tee``, ``mv``/``ln -f`` onto it,
+  ``unzip -o``, ``sort -o``), execute or special bits added to an existing
+  file, anything under ``.git`` (or a symlink resolving into it), more than
+  ``max_files`` files or ``max_bytes`` bytes;
+- the rest (creations, in-place edits like ``sed -i 's/a/b/'``) follows the
+  policy: nothing to ask under ``auto``, a pause under ``ask-writes``.
+
+``Change`` here is a plain view (path, old, new) so this module stays free
+of the overlay code; ``kept`` maps a modified file to the fraction of its old
+content the new content keeps (measured by the caller, who can read files).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Protocol
+
+DEFAULT_CACHE_PATHS = (
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "node_modules/.cache",
+)
+DEFAULT_MAX_FILES = 1000
+DEFAULT_MAX_BYTES = 100 << 20
+# An existing file whose new content keeps less than this fraction of its old
+# content was replaced rather than edited.
+KEPT_MIN = 0.5
+EXEC_OR_SPECIAL = 0o7111
+
+# Gate modes (what the bash activity is asked to do with a captured changeset)
+OFF = ""  # apply as before
+DESTRUCTIVE = "destructive"  # pause only for destructive effects
+EFFECTS = "effects"  # pause for any change that is not a cache
+
+
+class NodeLike(Protocol):
+    kind: str
+    mode: int
+    size: int
+    sha256: str
+    target: str
+
+
+class ChangeLike(Protocol):
+    path: str
+    old: NodeLike | None
+    new: NodeLike | None
+
+
+@dataclass(frozen=True)
+class EffectRules:
+    cache_paths: tuple[str, ...] = DEFAULT_CACHE_PATHS
+    max_files: int = DEFAULT_MAX_FILES
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+
+@dataclass
+class Effects:
+    caches: list[str] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)  # changes that are not caches
+    destructive: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+
+    def pauses(self, mode: str) -> bool:
+        if mode == DESTRUCTIVE:
+            return bool(self.destructive)
+        if mode == EFFECTS:
+            return bool(self.destructive or self.other)
+        return False
+
+    def reason(self, mode: str) -> str:
+        if self.destructive:
+            shown = "; ".join(f"{p}: {why}" for p, why in self.destructive[:5])
+            more = f" (and {len(self.destructive) - 5} more)" if len(self.destructive) > 5 else ""
+            return f"destructive by effect (needs approval in every mode): {shown}{more}"
+        if self.other and mode == EFFECTS:
+            names = ", ".join(self.other[:5]) + (", ..." if len(self.other) > 5 else "")
+            return f"the command changed {len(self.other)} file(s) (caches aside): {names}"
+        return ""
+
+
+def _parts(path: str) -> list[str]:
+    return [p for p in path.split("/") if p not in ("", ".")]
+
+
+def is_cache(path: str, cache_paths: Iterable[str]) -> bool:
+    """Whether ``path`` lies in (or is) a declared cache folder: each entry
+    is a run of path components matched anywhere (``node_modules/.cache``)."""
+    parts = _parts(path)
+    for pattern in cache_paths:
+        want = _parts(pattern)
+        n = len(want)
+        if n and any(parts[i:i + n] == want for i in range(len(parts) - n + 1)):
+            return True
+    return False
+
+
+def in_git(path: str) -> bool:
+    """Inside (or is) a ``.git`` folder, compared as git on a case-insensitive
+    file system would (``.GIT``, ``.git.``)."""
+    return any(p.lower().rstrip(". ") == ".git" for p in _parts(path))
+
+
+def _resolves_into_git(link: str, target: str, lookup: Callable[[str], "NodeLike | None"]) -> bool:
+    """A symlink whose target, followed through the symlinks the workspace
+    will hold, lands in ``.git``."""
+    parts = _parts(posixpath.dirname(link)) if not target.startswith("/") else []
+    pending = _parts(target)
+    hops = 0
+    while pending:
+        comp = pending.pop(0)
+        if comp == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(comp)
+        if in_git("/".join(parts)):
+            return True
+        node = lookup("/".join(parts))
+        if node is not None and node.kind == "symlink":
+            hops += 1
+            if hops > 40:
+                return False
+            base = _parts(posixpath.dirname("/".join(parts))) if not node.target.startswith("/") else []
+            parts = base
+            pending = _parts(node.target) + pending
+    return False
+
+
+def classify(
+    changes: Iterable[ChangeLike],
+    rules: EffectRules = EffectRules(),
+    kept: dict[str, float] | None = None,
+    current: Callable[[str], "NodeLike | None"] | None = None,
+) -> Effects:
+    """Sort a changeset's changes (see the module doc). ``current`` looks up
+    a workspace node before the apply (for symlinks resolving into ``.git``)."""
+    changes = list(changes)
+    kept = kept or {}
+    after = {c.path: c.new for c in changes}
+
+    def lookup(rel: str) -> NodeLike | None:
+        if rel in after:
+            return after[rel]
+        return current(rel) if current is not None else None
+
+    # Content that left one path and arrived at another was moved, not lost.
+    arrived = {(c.new.sha256, c.new.size) for c in changes if c.new is not None and c.new.kind == "file"}
+    out = Effects()
+    total_bytes = 0
+    for c in changes:
+        old, new, path = c.old, c.new, c.path
+        if in_git(path):
+            out.other.append(path)
+            out.destructive.append((path, "changes inside .git"))
+            continue
+        if is_cache(path, rules.cache_paths):
+            out.caches.append(path)
+            continue
+        out.other.append(path)
+        if new is not None and new.kind == "file":
+            total_bytes += new.size
+        if new is not None and new.kind == "symlink" and _resolves_into_git(path, new.target, lookup):
+            out.destructive.append((path, f"a symlink into .git ({new.target})"))
+            continue
+        why = _destructive(old, new, kept.get(path), arrived)
+        if why:
+            out.destructive.append((path, why))
+    if len(out.other) > rules.max_files:
+        out.destructive.append(("*", f"{len(out.other)} changes, more than the bound of {rules.max_files}"))
+    if total_bytes > rules.max_bytes:
+        out.destructive.append(("*", f"{total_bytes:,} bytes written, more than the bound of {rules.max_bytes:,}"))
+    return out
+
+
+def _destructive(old: NodeLike | None, new: NodeLike | None, kept: float | None,
+                 arrived: set[tuple[str, int]]) -> str:
+    if old is None:
+        return ""  # created: nothing existed to lose
+    if new is None:
+        if old.kind == "dir":
+            return "deletes an existing folder"
+        if old.kind == "file" and (old.sha256, old.size) in arrived and old.size > 0:
+            return ""  # renamed: its content is kept at another path
+        return "deletes an existing file" if old.kind == "file" else "deletes an existing symlink"
+    if old.kind != new.kind:
+        return f"replaces an existing {old.kind} with a {new.kind}"
+    if old.kind == "symlink":
+        return f"re-points an existing symlink ({old.target} -> {new.target})"
+    if old.kind == "file":
+        added = new.mode & ~old.mode & EXEC_OR_SPECIAL
+        if added:
+            return f"adds mode bits {oct(added)} to an existing file"
+        if old.sha256 != new.sha256 or old.size != new.size:
+            if new.size == 0 and old.size > 0:
+                return "empties an existing file"
+            if kept is not None and kept < KEPT_MIN:
+                return f"replaces an existing file's content (keeps {kept:.0%} of it)"
+    return ""
+
+
+def kept_fraction(old: bytes, new: bytes) -> float:
+    """How much of ``old`` survives in ``new``: the share of its lines found
+    again (as a multiset); for short files, also the characters matched in
+    order, so a one-line edit is not taken for a replacement."""
+    if not old:
+        return 1.0
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    counts: dict[bytes, int] = {}
+    for line in new_lines:
+        counts[line] = counts.get(line, 0) + 1
+    same = 0
+    for line in old_lines:
+        if counts.get(line, 0) > 0:
+            counts[line] -= 1
+            same += 1
+    fraction = same / max(len(old_lines), 1)
+    if fraction < KEPT_MIN and len(old) <= 4096 and len(new) <= 4096:
+        import difflib
+
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        matched = sum(b.size for b in matcher.get_matching_blocks())
+        fraction = max(fraction, matched / len(old))
+    return fraction
+
+
+# Reasons (from the validator or the policy) of a bash ask that may be
+# settled by the command's effects: it might write, or runs project code.
+# Any other reason keeps the whole-batch pause before the command runs.
+_NOT_BY_EFFECTS = (
+    "outside the workspace",
+    "network",
+    "install",
+    "toolchain",
+    "standard system folder",
+    "remote",
+    "system's packages",
+    "clock",
+    "processes",
+    "destructive",
+    "policy rule",
+    "ask-all",
+)
+
+
+NETWORK_MARKERS = ("network", "install")
+
+
+def needs_network(reasons: Iterable[str]) -> bool:
+    """Whether a bash ask's reasons say it needs the network (downloads, installs)."""
+    return any(marker in r for r in reasons for marker in NETWORK_MARKERS)
+
+
+def asks_for_effects(reasons: Iterable[str]) -> bool:
+    """Whether every reason a bash call asks for is of the might-write /
+    runs-project-code / opaque kind (so it can run captured before approval)."""
+    reasons = [r for r in reasons if r]
+    if not reasons:
+        return False
+    return all(not any(marker in r for marker in _NOT_BY_EFFECTS) for r in reasons)
+
+
+# name -> (changes as (path, old, new) with nodes as (kind, mode, size, sha, target), kept, destructive?)
+def _n(kind: str, mode: int = 0o644, size: int = 1, sha: str = "x", target: str = "") -> tuple:
+    return (kind, mode, size, sha, target)
+
+
+CASES: dict[str, tuple[list[tuple], dict[str, float], bool]] = {
+    "create a file": ([("new.txt", None, _n("file"))], {}, False),
+    "sed -i edit keeps most": ([("a.py", _n("file", sha="1"), _n("file", sha="2"))], {"a.py": 0.9}, False),
+    "rmtree src": ([("src/a.py", _n("file"), None), ("src", _n("dir", 0o755), None)], {}, True),
+    "cp /dev/null keep.txt": ([("keep.txt", _n("file", size=5, sha="1"), _n("file", size=0, sha="e"))], {}, True),
+    "tee replaces": ([("keep.txt", _n("file", size=50, sha="1"), _n("file", size=2, sha="2"))],
+                     {"keep.txt": 0.0}, True),
+    "mv a b onto b": ([("a", _n("file", size=3, sha="A"), None), ("b", _n("file", size=3, sha="B"),
+                       _n("file", size=3, sha="A"))], {"b": 0.0}, True),
+    "mv a c (rename)": ([("a", _n("file", size=3, sha="A"), None), ("c", None, _n("file", size=3, sha="A"))],
+                        {}, False),
+    "ln -sf onto a file": ([("f", _n("file"), _n("symlink", 0o777, target="x"))], {}, True),
+    "chmod +x existing": ([("run.sh", _n("file", 0o644), _n("file", 0o755))], {}, True),
+    "chmod -w existing": ([("run.sh", _n("file", 0o644), _n("file", 0o444))], {}, False),
+    "new executable": ([("run.sh", None, _n("file", 0o755))], {}, False),
+    "hook": ([(".git/hooks/pre-commit", _n("file", sha="1"), _n("file", sha="2"))], {}, True),
+    "symlink into .git": ([("h", None, _n("symlink", 0o777, target=".git/hooks"))], {}, True),
+    "symlink via dots into .git": ([("d/h", None, _n("symlink", 0o777, target="../.GIT/config"))], {}, True),
+    "pycache only": ([("pkg/__pycache__/m.pyc", None, _n("file")),
+                      (".pytest_cache/v/lastfailed", _n("file", sha="1"), None)], {}, False),
+    "node_modules cache": ([("node_modules/.cache/x", _n("file"), None)], {}, False),
+}
