@@ -78,15 +78,16 @@ def interceptors(tracer: Any | None = None, meter: MetricMeter | None = None) ->
         pass
     else:
         found.append(TracingInterceptor(tracer))
-    found.append(ToolTelemetry(meter))
+    found.append(ToolTelemetry(meter, tracer))
     return found
 
 
 class ToolTelemetry(Interceptor):
     """Tool-call metrics and span attributes (an activity interceptor)."""
 
-    def __init__(self, meter: MetricMeter | None = None) -> None:
+    def __init__(self, meter: MetricMeter | None = None, tracer: Any | None = None) -> None:
         self.meter = meter
+        self.tracer = tracer  # None: the global tracer provider's
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _ToolActivity(next, self)
@@ -105,20 +106,27 @@ class _ToolActivity(ActivityInboundInterceptor):
         started = time.monotonic()
         result = await super().execute_activity(input)
         status = getattr(result, "status", None)
-        if status is None or not hasattr(result, "tool_call_id"):
-            return result  # not a tool call (planning, model calls, ...)
-        tool = activity.info().activity_type
+        if status is not None and hasattr(result, "tool_call_id"):
+            # One tool call: this activity's own span describes it.
+            self._record(result, activity.info().activity_type, round((time.monotonic() - started) * 1000, 3),
+                         span=_current_span())
+        elif isinstance(getattr(result, "results", None), list):
+            # A stage of reads run as one activity: a child span and the
+            # metrics for each call, as if each had been its own activity.
+            for call in result.results:
+                if hasattr(call, "tool_call_id") and getattr(call, "status", None) is not None:
+                    with _child_span(self.root.tracer, f"RunTool:{call.name}") as span:
+                        self._record(call, call.name, round(float(call.elapsed_ms), 3), span=span)
+        return result
+
+    def _record(self, result: Any, tool: str, duration_ms: float, span: Any) -> None:
+        status = result.status
         status_text = getattr(status, "value", str(status))
         metadata = getattr(result, "metadata", {}) or {}
-        try:
-            from opentelemetry import trace
-
-            span = trace.get_current_span()
+        if span is not None:
             span.set_attribute("agent.tool.name", tool)
             span.set_attribute("agent.tool.status", status_text)
-            span.set_attribute("agent.tool.duration_ms", round((time.monotonic() - started) * 1000, 3))
-        except ImportError:
-            pass
+            span.set_attribute("agent.tool.duration_ms", duration_ms)
         meter = _meter(self.root)
         meter.create_counter(TOOL_CALLS, "tool calls by tool and status").with_additional_attributes(
             {"tool": tool, "status": status_text}
@@ -131,7 +139,26 @@ class _ToolActivity(ActivityInboundInterceptor):
             meter.create_counter(SANDBOX_KILLS, "commands killed by the sandbox").with_additional_attributes(
                 {"reason": reason}
             ).add(1)
-        return result
+
+
+def _current_span() -> Any:
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return None
+    return trace.get_current_span()
+
+
+def _child_span(tracer: Any | None, name: str) -> Any:
+    """A span under the current one (the read stage's activity span); a
+    no-op context when OpenTelemetry is not installed."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        import contextlib
+
+        return contextlib.nullcontext(None)
+    return (tracer or trace.get_tracer(__name__)).start_as_current_span(name)
 
 
 def kill_reason(metadata: dict[str, str]) -> str | None:

@@ -31,7 +31,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from core.contracts import DecisionRecord, EffectGate, PendingCall, PlannedCall, Policy, ToolRequest, ToolResult
-    from core.tools.formatting import denied_result, shown
+    from core.tools.formatting import denied_result
     from core.tools.specs import BASH
     from core.turn.effects import DESTRUCTIVE, EFFECTS
     from core.names import DISCARD_PREVIEW_ACTIVITY, EFFECT_GATE_PATCH  # noqa: F401 - EFFECT_GATE_PATCH re-exported
@@ -56,22 +56,6 @@ def deferred(pending: list[PendingCall], calls: list[PlannedCall]) -> list[Pendi
 
 
 DETAILS_PREVIEW_LINES = 60
-
-
-def preview_lines(pending: list[PendingCall]) -> list[str]:
-    """What the Web UI's details show of the pending calls' previews (the
-    changeset a pause at a call waits on): an indented block, every line
-    escaped and indented, so nothing in it can end the block."""
-    out: list[str] = []
-    for c in pending:
-        if not c.preview:
-            continue
-        lines = c.preview.splitlines()
-        out += ["", f"#{c.index + 1} would change:", ""]
-        out += ["    " + shown(line) for line in lines[:DETAILS_PREVIEW_LINES]]
-        if len(lines) > DETAILS_PREVIEW_LINES:
-            out.append(f"    … {len(lines) - DETAILS_PREVIEW_LINES} more lines (agent-turn show)")
-    return out
 
 
 def call_digest(batch_digest: str, call_id: str, changes_digest: str) -> str:
@@ -136,7 +120,7 @@ class TurnGate:
         denied = denied_result(call.call_id, call.name, decision.approver, decision.reason)
         if not ask_first:
             denied.output = (
-                f"Rejected by {decision.approver}" + (f": {decision.reason}" if decision.reason else "")
+                f"Denied by {decision.approver}" + (f": {decision.reason}" if decision.reason else "")
                 + ". The command ran in a throwaway copy of the workspace; none of its changes were applied "
                 "(its output is withheld: the person rejected it)."
             )

@@ -88,7 +88,9 @@ DESTRUCTIVE_UNDER_AUTO = {
     "mv onto": "mv a b",
     "ln -sf": "ln -sf a keep.txt",
     "chmod +x": "chmod +x run.sh",
-    "hook": "echo x >> .git/hooks/pre-commit",
+    # `>> .git/...` is destructive by its words already (the whole batch
+    # pauses); code that writes there is caught only by what it changed.
+    "hook": "python3 -c \"open('.git/hooks/pre-commit', 'a').write('x')\"",
 }
 
 
@@ -128,8 +130,8 @@ async def test_approval_at_the_call_applies_exactly_that_changeset(client: Clien
         assert progress.batch_digest != t.turn_id and progress.batch_digest != (await handle.query(
             AgentTurnWorkflow.status, result_type=TurnProgress)).calls[0].tool_call_id
         details = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
-        assert "would change" in details.current_details and "-precious" in details.current_details
-        assert progress.batch_digest in details.current_details
+        assert "destructive by effect" in details.current_details and "-precious" in details.current_details
+        assert progress.batch_digest[:12] in details.current_details  # the short digest a signal accepts
         with pytest.raises(WorkflowUpdateFailedError):  # the batch's digest is not the call's
             await handle.execute_update(AgentTurnWorkflow.decide,
                                         ApprovalDecision(batch_digest="0" * 64, approver="mallory"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import SCRATCH_ENV
+from core.config import SCRATCH_ENV, STATE_DIR_ENV
 from activities.bash.tool import run_bash
 from activities.sandbox import scratch
 from core.contracts import ToolRequest
@@ -25,7 +25,7 @@ RUN = "python3 /tmp/patch.py"
 
 @pytest.fixture(autouse=True)
 def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(scratch.STATE_DIR_ENV, str(tmp_path / "state"))
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "state"))
     return tmp_path / "state"
 
 

@@ -28,7 +28,9 @@ async def test_rollback_killed_midway_finishes_on_the_next_worker(
 ) -> None:
     for i in range(FILES):
         (workspace / f"f{i:03}.txt").write_text(f"before {i}\n")
-    (workspace / "change.sh").write_text("for f in f*.txt; do echo after > \"$f\"; done\n")
+    # Appending is an edit (rewriting each file whole would be destructive by
+    # effect and pause the turn at the call, even under auto).
+    (workspace / "change.sh").write_text("for f in f*.txt; do echo after >> \"$f\"; done\n")
     before = tree(workspace)
     turn_id = f"t-{uuid.uuid4().hex[:8]}"
     w1 = worker(client, workspace, task_queue, tmp_path / "w1.log").start()
@@ -37,7 +39,7 @@ async def test_rollback_killed_midway_finishes_on_the_next_worker(
     finally:
         w1.stop()
     assert done.results[0].metadata["capture"] == "applied", done.results[0].output
-    assert (workspace / "f000.txt").read_text() == "after\n"
+    assert (workspace / "f000.txt").read_text() == "before 0\nafter\n"
 
     pause = tmp_path / "rollback-paused"
     w2 = worker(client, workspace, task_queue, tmp_path / "w2.log",
@@ -51,7 +53,7 @@ async def test_rollback_killed_midway_finishes_on_the_next_worker(
         w2.kill()  # 20 of the 200 files are back
     finally:
         w2.stop()
-    restored = sum((workspace / f"f{i:03}.txt").read_text() != "after\n" for i in range(FILES))
+    restored = sum((workspace / f"f{i:03}.txt").read_text() == f"before {i}\n" for i in range(FILES))
     assert 0 < restored < FILES
     w3 = worker(client, workspace, task_queue, tmp_path / "w3.log").start()
     began = time.monotonic()
