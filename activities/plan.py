@@ -126,7 +126,7 @@ def mark_network_calls(plan: TurnPlan, calls: list[ToolCall], validate: Callable
         verdict = validate(str(command))
         parts = verdict.plan.all_commands() if verdict.plan is not None else []
         reasons = [getattr(p, "reason", "") for p in parts if p.verdict == "ask"] or [verdict.reason]
-        if needs_network(reasons):
+        if needs_network(reasons, [p.argv for p in parts]):
             c.network, c.by_effects, c.action = True, False, "ask"
             c.reason = f"needs network: {'; '.join(r for r in reasons if r)}"
 

@@ -259,10 +259,70 @@ _NOT_BY_EFFECTS = (
 
 NETWORK_MARKERS = ("network", "install")
 
+# program -> the subcommands that fetch from the network ("*": every use).
+# Judged on the validated words, so a wrapper's own options cannot hide them.
+NETWORK_COMMANDS: dict[str, frozenset[str]] = {
+    "curl": frozenset({"*"}),
+    "wget": frozenset({"*"}),
+    "pip": frozenset({"install", "download", "wheel"}),
+    "pip3": frozenset({"install", "download", "wheel"}),
+    "uv": frozenset({"pip", "add", "sync", "lock", "tool", "venv"}),
+    "poetry": frozenset({"install", "add", "update", "lock"}),
+    "pipenv": frozenset({"install", "sync", "update", "lock"}),
+    "npm": frozenset({"install", "i", "ci", "add", "update", "fetch"}),
+    "pnpm": frozenset({"install", "i", "add", "update", "fetch"}),
+    "yarn": frozenset({"", "install", "add", "upgrade"}),
+    "bun": frozenset({"install", "i", "add", "update"}),
+    "cargo": frozenset({"fetch", "update", "add", "install", "generate-lockfile", "vendor"}),
+    "go": frozenset({"get", "install", "mod"}),
+    "gem": frozenset({"install", "fetch", "update"}),
+    "bundle": frozenset({"install", "update"}),
+    "composer": frozenset({"install", "require", "update"}),
+    "git": frozenset({"clone", "fetch", "pull", "submodule", "ls-remote"}),
+}
 
-def needs_network(reasons: Iterable[str]) -> bool:
-    """Whether a bash ask's reasons say it needs the network (downloads, installs)."""
-    return any(marker in r for r in reasons for marker in NETWORK_MARKERS)
+
+def _subcommand(argv: tuple[str, ...]) -> tuple[str, str]:
+    """(program basename, first word after it that is not an option)."""
+    words = list(argv)
+    program = words[0].rsplit("/", 1)[-1] if words else ""
+    if program.startswith("python") and words[1:3] == ["-m", "pip"]:
+        program, words = "pip", words[2:]
+    rest = [w for w in words[1:] if not w.startswith("-")]
+    return program, rest[0] if rest else ""
+
+
+def needs_network_command(argv: tuple[str, ...]) -> bool:
+    """Whether one validated simple command fetches from the network."""
+    program, sub = _subcommand(argv)
+    wanted = NETWORK_COMMANDS.get(program)
+    return wanted is not None and ("*" in wanted or sub in wanted)
+
+
+# command -> needs the network
+NETWORK_CASES: dict[str, bool] = {
+    "pip install requests": True,
+    "python3 -m pip install -e .": True,
+    "npm ci": True,
+    "yarn": True,
+    "cargo fetch": True,
+    "go mod download": True,
+    "curl -sSLO https://example.org/x.tar.gz": True,
+    "git clone https://example.org/r.git": True,
+    "pip list": False,
+    "npm test": False,
+    "cargo build": False,
+    "git status": False,
+    "python -m pytest -q": False,
+}
+
+
+def needs_network(reasons: Iterable[str], commands: Iterable[tuple[str, ...]] = ()) -> bool:
+    """Whether a bash ask needs the network (downloads, installs): by its
+    validated commands, or by what its reasons say."""
+    return any(needs_network_command(argv) for argv in commands) or any(
+        marker in r for r in reasons for marker in NETWORK_MARKERS
+    )
 
 
 def asks_for_effects(reasons: Iterable[str]) -> bool:

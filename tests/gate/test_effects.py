@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from core.turn import effects
-from core.turn.effects import CASES, DESTRUCTIVE, EFFECTS, EffectRules, classify, kept_fraction
+from core.turn.effects import CASES, DESTRUCTIVE, EFFECTS, NETWORK_CASES, EffectRules, classify, kept_fraction, needs_network_command
 
 
 @dataclass(frozen=True)
@@ -126,3 +126,8 @@ def test_a_rule_that_asks_keeps_the_pause_before_running(tmp_path) -> None:
     calls = [ToolCall(id="c0", name="bash", arguments=json.dumps({"command": "python -m pytest"}))]
     policy = Policy(mode="ask-writes", rules=[PolicyRule(action="ask", tool="bash", command_prefix="python -m pytest")])
     assert make_plan(calls, policy, current_validator(str(tmp_path))).calls[0].by_effects is False
+
+
+@pytest.mark.parametrize("command", sorted(NETWORK_CASES))
+def test_network_cases(command: str) -> None:
+    assert needs_network_command(tuple(command.split())) is NETWORK_CASES[command]
