@@ -141,7 +141,7 @@ def _busy(thread: threading.Thread) -> bool:
     frames = __import__("sys")._current_frames()
     frame = frames.get(thread.ident or -1)
     while frame is not None:
-        if frame.f_code.co_filename.endswith(("fs_read.py", "snapshots.py")):
+        if frame.f_code.co_filename.endswith(("activities/files/read.py", "activities/files/snapshots.py")):
             return True
         frame = frame.f_back
     return False
