@@ -24,7 +24,12 @@ from tests.scheduling import slowest_first
 # The worker's trusted state (journals, pre-images, transcripts) lives outside
 # every workspace: one throwaway folder per test session, inherited by the
 # worker processes tests start.
-_STATE_DIR = os.environ.setdefault("AGENT_TOOLS_STATE_DIR", tempfile.mkdtemp(prefix="agent-state-"))
+# Each pytest-xdist worker gets its own (the controller's folder would
+# otherwise be inherited by all of them, and one worker's big changesets could
+# make retention prune another worker's records mid-test).
+if os.environ.get("PYTEST_XDIST_WORKER") or "AGENT_TOOLS_STATE_DIR" not in os.environ:
+    os.environ["AGENT_TOOLS_STATE_DIR"] = tempfile.mkdtemp(prefix="agent-state-")
+_STATE_DIR = os.environ["AGENT_TOOLS_STATE_DIR"]
 
 
 @pytest.fixture(scope="session", autouse=True)

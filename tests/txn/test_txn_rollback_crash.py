@@ -62,7 +62,9 @@ async def test_rollback_killed_midway_finishes_on_the_next_worker(
     finally:
         w3.stop()
     took = time.monotonic() - began
+    assert report.conflicts == [] and len(report.restored) + len(report.already) >= FILES, (
+        f"conflicts {report.conflicts[:5]}, restored {len(report.restored)}, already {len(report.already)}, "
+        f"unchecked {report.unchecked[:5]}, not restorable {report.not_restorable[:5]}")
     assert tree(workspace) == before
-    assert report.conflicts == [] and len(report.restored) + len(report.already) >= FILES
     # Noticed by the heartbeat timeout, not the activity's 10-minute limit.
     assert took < ROLLBACK_HEARTBEAT_TIMEOUT.total_seconds() + 30, took
