@@ -10,6 +10,8 @@ arguments win over the environment.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from temporalio.client import Client
@@ -17,6 +19,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 
 DEFAULT_ADDRESS = "localhost:7233"
+# A server that has just opened its port answers "Frontend is not healthy
+# yet" for a moment (the embedded dev server right after start): wait for it.
+STARTING_UP = "not healthy yet"
+STARTING_UP_WAIT_S = 30.0
 
 
 class ConnectionFailed(RuntimeError):
@@ -39,12 +45,17 @@ async def connect(address: str | None = None, namespace: str | None = None, runt
     settings = connect_settings(address, namespace)
     if runtime is not None:
         settings["runtime"] = runtime
-    try:
-        return await Client.connect(data_converter=pydantic_data_converter, **settings)
-    except Exception as exc:  # the SDK raises RuntimeError with a transport message
-        raise ConnectionFailed(
-            f"no Temporal server answers at {settings['target_host']} "
-            f"(namespace {settings['namespace']}): {exc}\n"
-            "Start one with `python worker.py --dev-server --workspace DIR` (embedded dev server), "
-            "or point TEMPORAL_ADDRESS at your cluster."
-        ) from None
+    deadline = time.monotonic() + STARTING_UP_WAIT_S
+    while True:
+        try:
+            return await Client.connect(data_converter=pydantic_data_converter, **settings)
+        except Exception as exc:  # the SDK raises RuntimeError with a transport message
+            if STARTING_UP in str(exc) and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+                continue
+            raise ConnectionFailed(
+                f"no Temporal server answers at {settings['target_host']} "
+                f"(namespace {settings['namespace']}): {exc}\n"
+                "Start one with `agent-worker --dev-server --workspace DIR` (embedded dev server), "
+                "or point TEMPORAL_ADDRESS at your cluster."
+            ) from None

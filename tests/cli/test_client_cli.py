@@ -72,7 +72,7 @@ async def test_clear_errors_for_bad_input_and_no_server(tmp_path: Path, workspac
     no_server = await client_cli("--address", dead, "run", "--workspace", str(workspace), "--calls", good)
     assert no_server.returncode == 2
     assert f"no Temporal server answers at {dead}" in no_server.stderr
-    assert "python worker.py --dev-server" in no_server.stderr
+    assert "agent-worker --dev-server" in no_server.stderr
 
 
 async def test_run_status_result_and_snapshot_carry(
