@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import ToolSettings
-from frontends.mcp.settings import DEFAULT_APPROVAL_TIMEOUT_S, DEFAULT_UI_URL, TOKEN_ENV, McpSettings
+from frontends.mcp.settings import DEFAULT_APPROVAL_TIMEOUT_S, DEFAULT_UI_URL, McpSettings
 from runtime.queues import queue_for_workspace
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

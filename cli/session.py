@@ -30,7 +30,6 @@ from core.session.contracts import SessionResult, SessionState, SessionView
 from cli.progress import ProgressLine, following
 from runtime import session_api as sessions
 from core.contracts import POLICY_MODES
-from runtime.config import DEFAULT_TASK_QUEUE
 from runtime.connection import connect
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3

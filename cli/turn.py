@@ -42,7 +42,6 @@ from core.tools.specs import describe_pending_call
 from core.shell import validate_command
 from core.tools.specs import tool_definitions
 from core.contracts import POLICY_MODES
-from runtime.config import DEFAULT_TASK_QUEUE
 from runtime.connection import ConnectionFailed, connect
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, TaskQueueType
@@ -472,4 +472,4 @@ def add_to_worker(
 
 # Sessions live in their own module; re-exported here so that agent builders
 # import one module: ``from runtime.api import TurnClient, sessions``.
-from runtime import session_api as sessions  # noqa: E402
+from runtime import session_api as sessions  # noqa: E402, F401

@@ -46,7 +46,6 @@ with workflow.unsafe.imports_passed_through():
         cancelled_result,
         denied_result,
         openai_message,
-        shown,
         skipped_result,
     )
     from core.turn.planning import (

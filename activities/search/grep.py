@@ -33,7 +33,7 @@ from activities.search.common import (
 from activities.settings import current as current_settings
 from activities.workspace.paths import ARTIFACTS_DIR
 from core.config import RG_ENV
-from core.tools.specs import GLOB, GREP, GrepArgs
+from core.tools.specs import GrepArgs
 from core.contracts import ToolRequest, ToolResult
 
 log = logging.getLogger(__name__)

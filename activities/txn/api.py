@@ -31,7 +31,6 @@ from activities.txn import journal
 from activities.txn import overlay
 from activities.settings import current as current_settings
 from activities.txn.changeset import read_only_refusal, size_refusal, summary
-from activities.txn.changeset import read_only_refusal, summary
 from activities.txn.effects import digest as effect_digest, judge
 from core.contracts import EffectGate
 from core.turn.effects import Effects

@@ -18,7 +18,6 @@ is in activities/txn/overlay.py; applying is in activities/txn/journal.py.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import posixpath

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from core.config import MCP_TOKEN_ENV as TOKEN_ENV  # noqa: F401 (cli/mcp.py names it)
 from runtime.worker import DEFAULT_TASK_QUEUE
 
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0
