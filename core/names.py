@@ -62,5 +62,7 @@ FORWARD_CALL_DIGEST_PATCH = "session-forward-call-digest"  # a session forwards 
 SHORT_DIGEST_PATCH = "short-digest"  # a signal may name the short digest the details show
 SEARCH_ATTRIBUTES_PATCH = "turn-search-attributes"  # AgentTurnStatus / AgentWorkspace upserts
 ROLLBACK_HEARTBEAT_PATCH = "rollback-heartbeat"  # rollback_turn gets a heartbeat timeout
+# A turn decides all of the patches above in its first activation (workflows.versions).
+TURN_BASELINE_PATCH = "turn-patches-at-start"
 
 TOOL_ACTIVITIES = (READ_FILE, WRITE_FILE, EDIT_FILE, GREP, GLOB, BASH)

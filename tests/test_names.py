@@ -58,6 +58,7 @@ PINNED = {
     "FORWARD_CALL_DIGEST_PATCH": "session-forward-call-digest",
     "SEARCH_ATTRIBUTES_PATCH": "turn-search-attributes",
     "ROLLBACK_HEARTBEAT_PATCH": "rollback-heartbeat",
+    "TURN_BASELINE_PATCH": "turn-patches-at-start",
 }
 
 

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from core.contracts import PlannedCall, ToolRequest, ToolResult, TurnInput
     from core.names import READ_STAGE_ACTIVITY, READ_STAGE_PATCH
+    from workflows.versions import Versions
     from core.tools.formatting import cancelled_result
     from workflows.activity_options import HEARTBEAT_TIMEOUT, LOCAL_START_TO_CLOSE, options_for
 
@@ -45,6 +46,7 @@ class StagedTurn(Protocol):
 
     _turn: TurnInput
     _recorded: bool
+    _versions: Versions
     _recorded_bytes: int
     _running: set[int]
     _dispatch: Any
@@ -80,7 +82,7 @@ class ReadStage:
     async def run(self, group: list[PlannedCall]) -> bool:
         """Run ``group`` as stage activities; False (nothing done) when it
         does not qualify or the turn predates the patch."""
-        if not self._qualifies(group) or not workflow.patched(READ_STAGE_PATCH):
+        if not self._qualifies(group) or not self._turn._versions.has(READ_STAGE_PATCH):
             return False
         chunks = [group[i : i + STAGE_CHUNK] for i in range(0, len(group), STAGE_CHUNK)]
         await asyncio.gather(*[self._chunk(chunk) for chunk in chunks])

@@ -22,7 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, SAVE_RESULT_PART_ACTIVITY, STATUS_QUERY, TURN_WORKFLOW
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, SAVE_RESULT_PART_ACTIVITY, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
     from activities.plan import PlanRequest
     from activities.turn_results import ResultPart
     from core.contracts import (
@@ -65,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.turn_console import details, publish
     from workflows.read_stage import ReadStage
     from workflows.turn_gate import TurnGate, deferred
+    from workflows.versions import Versions
     from workflows.turn_failures import (  # noqa: F401 - REFUSED_BY_CURRENT_RULES re-exported
         REFUSED_BY_CURRENT_RULES,
         _describe_infrastructure_failure,
@@ -109,8 +110,8 @@ class AgentTurnWorkflow:
         self._gate: TurnGate | None = None  # the pause at a call (effects decide)
         self._call_decisions: list[DecisionRecord] = []
         self._batch_approved = False
-        # New turns record their plan; histories from before keep planning here.
-        self._recorded = workflow.patched(RECORDED_PLAN_PATCH)
+        self._versions = Versions(TURN_BASELINE_PATCH)  # every patch decided before the first await
+        self._recorded = self._versions.has(RECORDED_PLAN_PATCH)  # old histories planned in the workflow
         # the batch arrives by dispatch/close_batch.
         self._dispatch = TurnDispatch(self._invoke, self._record, _describe_infrastructure_failure) if turn.open_batch else None
         if not self._recorded and turn.policy is not None:
@@ -158,7 +159,7 @@ class AgentTurnWorkflow:
                 start_to_close_timeout=timedelta(seconds=10),
             )
             self._prepare_in_workflow(policy)
-        if self._recorded and self._policy.effect_gate and TurnGate.wanted(self._calls) and workflow.patched(
+        if self._recorded and self._policy.effect_gate and TurnGate.wanted(self._calls) and self._versions.has(
             EFFECT_GATE_PATCH
         ):
             self._gate = TurnGate(self, self._policy, self._digest, self._turn.workspace.task_queue)
@@ -414,8 +415,7 @@ class AgentTurnWorkflow:
             request.gate = self._gate.gate_for(call, self._batch_approved)
         request.network = call.network and self._batch_approved  # asked "needs network", approved
         # bash is retried after a lost worker in turns with the patch.
-        # workflow.patched is asked only for such tools, as when it was bash-only.
-        bash_retry = TOOLS[name].activity.retry == "after-capture" and workflow.patched(BASH_RETRY_PATCH)
+        bash_retry = TOOLS[name].activity.retry == "after-capture" and self._versions.has(BASH_RETRY_PATCH)
         options = options_for(name, bash_timeout=call.bash_timeout_seconds, bash_retry=bash_retry)
         self._running.add(call.index)
         try:
@@ -497,7 +497,7 @@ class AgentTurnWorkflow:
             short_ok
             and len(decision.batch_digest) >= 12
             and self._digest.startswith(decision.batch_digest)
-            and workflow.patched(SHORT_DIGEST_PATCH)  # the short digest the details show
+            and self._versions.has(SHORT_DIGEST_PATCH)  # the short digest the details show
         ):
             return (
                 f"batch digest {decision.batch_digest!r} does not match the pending batch "

@@ -34,6 +34,7 @@ class VisibleTurn(Protocol):
     _pending: Sequence[Any]  # PendingCall
     _decision: Any  # DecisionRecord | None
     _ignored: str
+    _versions: Any  # workflows.versions.Versions
 
 TURN_STATUS_KEY = SearchAttributeKey.for_keyword("AgentTurnStatus")
 WORKSPACE_KEY = SearchAttributeKey.for_keyword("AgentWorkspace")
@@ -42,7 +43,7 @@ WORKSPACE_KEY = SearchAttributeKey.for_keyword("AgentWorkspace")
 def publish(wf: VisibleTurn) -> None:
     workflow.upsert_memo({"turn_status": wf._status.value, "batch_digest": wf._digest})
     started_with = workflow.info().typed_search_attributes.get(WORKSPACE_KEY)
-    if started_with is not None and workflow.patched(SEARCH_ATTRIBUTES_PATCH):
+    if started_with is not None and wf._versions.has(SEARCH_ATTRIBUTES_PATCH):
         current = workflow.info().typed_search_attributes.get(TURN_STATUS_KEY)
         if current != wf._status.value:
             workflow.upsert_search_attributes([TURN_STATUS_KEY.value_set(wf._status.value)])

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from core.contracts import PendingCall, PlannedCall, Policy, ToolRequest, ToolResult, ToolStatus, TurnInput
     from core.tools.specs import BASH, TOOLS
     from workflows.activity_options import HEARTBEAT_TIMEOUT, options_for
+    from workflows.versions import Versions
 
 
 class PreviewedTurn(Protocol):
@@ -37,6 +38,7 @@ class PreviewedTurn(Protocol):
 
     _turn: TurnInput
     _recorded: bool
+    _versions: Versions
     _policy: Policy
     _pending: list[PendingCall]
     @property
@@ -73,7 +75,7 @@ class TurnPreviews:
 
     def wanted(self) -> bool:
         t = self.turn
-        return bool(t._recorded and t._policy.preview_bash and t._pending) and workflow.patched(PREVIEW_PATCH)
+        return bool(t._recorded and t._policy.preview_bash and t._pending) and t._versions.has(PREVIEW_PATCH)
 
     def _request(self, call: PlannedCall) -> ToolRequest:
         t = self.turn

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -31,13 +31,16 @@ HISTORIES = Path(__file__).parents[1] / "histories"
 # replay covers both kinds of command.
 LOCAL = {
     "safe_only", "read_after_write", "paused_then_approved", "plan_paused_then_approved", "plan_default_policy",
-    "plan_read_stage_local",
+    "plan_read_stage_local", "baseline_paused_then_approved",
 }
 # Recorded by the first release, which planned inside the workflow. They stay
 # as they are (never re-recorded): they prove that turns started by that
 # release still replay. The plan_* scenarios follow a recorded plan.
 FIRST_RELEASE = {"safe_only", "mixed_failure_skips", "unknown_tool", "read_after_write", "paused_then_approved", "rejected"}
-APPROVED = {"paused_then_approved", "plan_paused_then_approved", "gate_paused_at_call_approved"}
+APPROVED = {
+    "paused_then_approved", "plan_paused_then_approved", "gate_paused_at_call_approved",
+    "baseline_paused_then_approved", "baseline_gate_paused_at_call_approved",
+}
 REJECTED = {"rejected", "plan_rejected", "gate_paused_at_call_rejected"}
 QUEUE = "record-histories"
 
@@ -136,6 +139,32 @@ SCENARIOS: dict[str, tuple[list[ToolCall], Policy | None]] = {
         [call(0, "read_file", path="app.py"), call(1, "bash", command="python3 writer.py"), call(2, "bash", command="ls")],
         Policy(mode="ask-writes"),
     ),
+    # Recorded by builds that decide every patch in the turn's first activation
+    # (workflows.versions): one patch marker, ahead of the plan's.
+    "baseline_paused_then_approved": (
+        [
+            call(0, "read_file", path="app.py"),
+            call(1, "edit_file", path="app.py", old_string="return 1", new_string="return 2"),
+            call(2, "bash", command="python3 app.py"),
+            call(3, "bash", command="ls"),
+        ],
+        Policy(mode="ask-writes"),
+    ),
+    "baseline_gate_paused_at_call_approved": (
+        [call(0, "read_file", path="app.py"), call(1, "bash", command="python3 writer.py"), call(2, "bash", command="ls")],
+        Policy(mode="ask-writes"),
+    ),
+    "baseline_read_stage": (
+        [
+            call(0, "read_file", path="app.py"),
+            call(1, "grep", pattern="def "),
+            call(2, "glob", pattern="*.py"),
+            call(3, "write_file", path="out.txt", content="x\n"),
+            call(4, "read_file", path="out.txt"),
+            call(5, "glob", pattern="*.txt"),
+        ],
+        Policy(mode="auto"),
+    ),
     # No policy in the input: the worker's default (ask-writes) is part of the plan.
     "plan_default_policy": (
         [call(0, "read_file", path="app.py"), call(1, "glob", pattern="*.py")],
@@ -153,11 +182,7 @@ def seed_workspace(root: Path) -> None:
 async def _decide_when_paused(client: Client, turn_id: str, approve: bool) -> None:
     handle = client.get_workflow_handle(turn_id)
     for _ in range(400):
-        try:
-            progress = await handle.query(AgentTurnWorkflow.status, result_type=TurnProgress)
-        except WorkflowQueryFailedError:  # a query landing while the plan's local activity completes
-            await asyncio.sleep(0.05)
-            continue
+        progress = await handle.query(AgentTurnWorkflow.status, result_type=TurnProgress)
         if progress.status == TurnStatus.PAUSED:
             await handle.execute_update(
                 AgentTurnWorkflow.decide,

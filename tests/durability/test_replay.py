@@ -87,3 +87,17 @@ def test_new_histories_record_their_plan_and_old_ones_do_not() -> None:
     assert "core_patch" in markers("plan_default_policy")
     assert all("core_patch" not in markers(n) for n in FIRST_RELEASE)
     assert all("core_patch" in markers(n) for n in SCENARIOS if n not in FIRST_RELEASE)
+
+
+def test_turns_since_the_baseline_decide_every_patch_with_one_marker_first() -> None:
+    """workflows.versions: one patch marker, ahead of every other marker, so
+    no split of a later workflow task can strand a patch decision."""
+    baseline = [n for n in SCENARIOS if n.startswith("baseline_")]
+    assert baseline
+    for name in baseline:
+        names = [
+            e.marker_recorded_event_attributes.marker_name
+            for e in load(name).events
+            if e.HasField("marker_recorded_event_attributes")
+        ]
+        assert names[0] == "core_patch" and names.count("core_patch") == 1, (name, names)

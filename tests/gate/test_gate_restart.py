@@ -10,7 +10,6 @@ import time
 import uuid
 from pathlib import Path
 
-from temporalio.client import WorkflowQueryFailedError
 
 from core.contracts import ApprovalDecision, Policy, ToolStatus, TurnInput, TurnProgress, TurnResult, TurnStatus, Workspace
 from runtime.connection import connect
@@ -26,11 +25,8 @@ pytestmark = needs_overlay
 async def _paused(handle) -> TurnProgress:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + 120  # a loaded machine starts workers slowly
     while time.monotonic() < deadline:
-        try:
-            progress = await handle.query(AgentTurnWorkflow.status, result_type=TurnProgress)
-        except WorkflowQueryFailedError:  # landed while the plan's local activity completed
-            progress = None
-        if progress is not None and progress.status == TurnStatus.PAUSED:
+        progress = await handle.query(AgentTurnWorkflow.status, result_type=TurnProgress)
+        if progress.status == TurnStatus.PAUSED:
             return progress
         await asyncio.sleep(0.1)
     raise AssertionError("turn never paused")

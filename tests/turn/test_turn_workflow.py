@@ -234,10 +234,10 @@ async def test_local_activities_when_the_workflow_worker_holds_the_workspace(
         markers = sum(e.HasField("marker_recorded_event_attributes") for e in history.events)
         return remote_n, markers
 
-    # Both record three markers besides the tools: the recorded-plan patch, the
-    # plan and the read-stage patch; the two reads are one stage activity.
-    assert await scheduled_kinds(local.turn_id) == (0, 3 + 1)
-    assert await scheduled_kinds(remote.turn_id) == (1, 3 + 0)
+    # Both record two markers besides the tools: the one patch marker a turn
+    # decides its patches with, and the plan; the two reads are one stage activity.
+    assert await scheduled_kinds(local.turn_id) == (0, 2 + 1)
+    assert await scheduled_kinds(remote.turn_id) == (1, 2 + 0)
 
 
 async def test_snapshots_carry_from_turn_to_turn_and_catch_conflicts(
