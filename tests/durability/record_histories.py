@@ -141,19 +141,6 @@ SCENARIOS: dict[str, tuple[list[ToolCall], Policy | None]] = {
     ),
     # Recorded by builds that decide every patch in the turn's first activation
     # (workflows.versions): one patch marker, ahead of the plan's.
-    "baseline_paused_then_approved": (
-        [
-            call(0, "read_file", path="app.py"),
-            call(1, "edit_file", path="app.py", old_string="return 1", new_string="return 2"),
-            call(2, "bash", command="python3 app.py"),
-            call(3, "bash", command="ls"),
-        ],
-        Policy(mode="ask-writes"),
-    ),
-    "baseline_gate_paused_at_call_approved": (
-        [call(0, "read_file", path="app.py"), call(1, "bash", command="python3 writer.py"), call(2, "bash", command="ls")],
-        Policy(mode="ask-writes"),
-    ),
     "baseline_read_stage": (
         [
             call(0, "read_file", path="app.py"),
@@ -171,6 +158,11 @@ SCENARIOS: dict[str, tuple[list[ToolCall], Policy | None]] = {
         None,
     ),
 }
+
+
+# The same batches as earlier scenarios, recorded by builds with the baseline.
+SCENARIOS["baseline_paused_then_approved"] = SCENARIOS["plan_paused_then_approved"]
+SCENARIOS["baseline_gate_paused_at_call_approved"] = SCENARIOS["gate_paused_at_call_approved"]
 
 
 def seed_workspace(root: Path) -> None:
