@@ -110,6 +110,10 @@ class ToolRequest(BaseModel):
     gate: "EffectGate | None" = None
     # bash: approved as needing the network (honoured only by a worker that opted in).
     network: bool = False
+    # bash: run captured and journal the changeset, but do not apply it: the
+    # result carries its digest (txn_digest), which the turn records in its
+    # history before it applies the journal (activity bash_apply_journal).
+    journal_only: bool = False
 
 
 class EffectGate(BaseModel):

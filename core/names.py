@@ -31,6 +31,7 @@ DEFAULT_POLICY_ACTIVITY = "default_policy"
 SAVE_RESULT_PART_ACTIVITY = "save_turn_result_part"
 BASH_PREVIEW_ACTIVITY = "bash_preview"
 DISCARD_PREVIEW_ACTIVITY = "bash_discard_preview"
+APPLY_JOURNAL_ACTIVITY = "bash_apply_journal"  # a journal-only bash run's changes, by recorded digest
 ROLLBACK_ACTIVITY = "rollback_turn"
 CALL_MODEL_ACTIVITY = "call_model"
 APPEND_TRANSCRIPT_ACTIVITY = "append_transcript"

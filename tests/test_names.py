@@ -32,6 +32,7 @@ PINNED = {
     "SAVE_RESULT_PART_ACTIVITY": "save_turn_result_part",
     "BASH_PREVIEW_ACTIVITY": "bash_preview",
     "DISCARD_PREVIEW_ACTIVITY": "bash_discard_preview",
+    "APPLY_JOURNAL_ACTIVITY": "bash_apply_journal",
     "ROLLBACK_ACTIVITY": "rollback_turn",
     "CALL_MODEL_ACTIVITY": "call_model",
     "APPEND_TRANSCRIPT_ACTIVITY": "append_transcript",

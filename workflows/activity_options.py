@@ -79,6 +79,12 @@ def options_for(
     )
 
 
+# The apply half of a journal-only bash call (bash_apply_journal): idempotent,
+# heartbeating, so retried freely; bounded like a rollback.
+APPLY_JOURNAL_OPTIONS = ToolActivityOptions(
+    start_to_close=timedelta(minutes=10), retry=_RETRY_FREELY, may_run_locally=False
+)
+
 # Local activities run inside the workflow's worker: no heartbeats, and their
 # start_to_close bounds one attempt.
 LOCAL_START_TO_CLOSE = timedelta(seconds=60)

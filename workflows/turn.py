@@ -22,9 +22,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, SAVE_RESULT_PART_ACTIVITY, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
     from activities.plan import PlanRequest
-    from activities.turn_results import ResultPart
     from core.contracts import (
         ApprovalDecision,
         CallProgress,
@@ -66,6 +65,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.read_stage import ReadStage
     from workflows.turn_gate import TurnGate, deferred
     from workflows.versions import Versions
+    from workflows.turn_fitting import fitted
+    from workflows.bash_apply import applied, journal_only
     from workflows.turn_failures import (  # noqa: F401 - REFUSED_BY_CURRENT_RULES re-exported
         REFUSED_BY_CURRENT_RULES,
         _describe_infrastructure_failure,
@@ -78,10 +79,6 @@ PLAN_RETRY = RetryPolicy(maximum_attempts=3)
 # timer, which ends the workflow task and commits the wave's results: the
 # markers of thousands of local activities must not share one completion.
 COMMIT_AFTER_CALLS = 50
-# A workflow result above this is offloaded (Temporal's limit is 2 MiB); parts
-# of at most this many characters (<= 1 MiB of UTF-8) are activity inputs.
-RESULT_BUDGET_BYTES = 1536 * 1024
-RESULT_PART_CHARS = 256 * 1024
 # Temporal terminates a workflow whose history passes 50 MB. Once the results
 # recorded by this turn pass this budget, the calls not yet started are not
 # run (each says so), and the turn ends with what it has.
@@ -162,7 +159,8 @@ class AgentTurnWorkflow:
         if self._recorded and self._policy.effect_gate and TurnGate.wanted(self._calls) and self._versions.has(
             EFFECT_GATE_PATCH
         ):
-            self._gate = TurnGate(self, self._policy, self._digest, self._turn.workspace.task_queue)
+            self._gate = TurnGate(self, self._policy, self._digest, self._turn.workspace.task_queue,
+                                  bind_digest=self._versions.baseline)
             self._pending = deferred(self._pending, self._calls)
             self._status = TurnStatus.PAUSED if self._pending else TurnStatus.RUNNING
         previews = TurnPreviews(self)  # bash previews before approval
@@ -185,47 +183,9 @@ class AgentTurnWorkflow:
         return await self._fitted(self._finish(TurnStatus.COMPLETED))
 
     async def _fitted(self, result: TurnResult) -> TurnResult:
-        """A result too large for one payload (thousands of calls) would fail
-        the workflow task for ever and lose every result: write it to the
-        workspace's artifacts in parts and return a reference instead."""
         if not self._recorded:
             return result
-        text = result.model_dump_json()
-        if len(text.encode("utf-8", "surrogatepass")) <= RESULT_BUDGET_BYTES:
-            return result
-        folder = ""
-        for index, start in enumerate(range(0, len(text), RESULT_PART_CHARS)):
-            part = ResultPart(
-                workspace_root=self._turn.workspace.root,
-                turn_id=self._turn.turn_id,
-                index=index,
-                text=text[start : start + RESULT_PART_CHARS],
-            )
-            # One at a time: each part is its own workflow task, so no single
-            # completion carries more than one part.
-            if self._runs_locally():
-                folder = await workflow.execute_local_activity(
-                    SAVE_RESULT_PART_ACTIVITY, part, result_type=str,
-                    start_to_close_timeout=LOCAL_START_TO_CLOSE, retry_policy=PLAN_RETRY,
-                )
-            else:
-                folder = await workflow.execute_activity(
-                    SAVE_RESULT_PART_ACTIVITY, part, result_type=str,
-                    task_queue=self._turn.workspace.task_queue,
-                    start_to_close_timeout=timedelta(seconds=60), retry_policy=PLAN_RETRY,
-                )
-        counts: dict[str, int] = {}
-        for r in result.results:
-            counts[r.status.value] = counts.get(r.status.value, 0) + 1
-        return result.model_copy(
-            update={
-                "results": [],
-                "messages": [],
-                "anthropic_blocks": [],
-                "results_artifact": folder,
-                "result_counts": counts,
-            }
-        )
+        return await fitted(result, self._turn, self._runs_locally())
 
     async def _record_plan(self, turn: TurnInput) -> None:
         if len(turn.tool_calls) > MAX_CALLS_PER_TURN:
@@ -414,6 +374,7 @@ class AgentTurnWorkflow:
         if self._gate is not None:
             request.gate = self._gate.gate_for(call, self._batch_approved)
         request.network = call.network and self._batch_approved  # asked "needs network", approved
+        request.journal_only = self._versions.baseline and journal_only(request)  # workflows.bash_apply
         # bash is retried after a lost worker in turns with the patch.
         bash_retry = TOOLS[name].activity.retry == "after-capture" and self._versions.has(BASH_RETRY_PATCH)
         options = options_for(name, bash_timeout=call.bash_timeout_seconds, bash_retry=bash_retry)
@@ -424,6 +385,8 @@ class AgentTurnWorkflow:
             self._running.discard(call.index)
         if self._gate is not None and request.gate is not None:
             result = await self._gate.settle(call, request, result, lambda r: self._activity(r, options))
+        if request.journal_only:
+            result = await applied(request, result, self._activity)
         if self._recorded and name == BASH and result.is_error and result.metadata.get("verdict") == "reject":
             result = refused_by_current_rules(result)
         return result

@@ -63,8 +63,12 @@ def call_digest(batch_digest: str, call_id: str, changes_digest: str) -> str:
 
 
 class TurnGate:
-    def __init__(self, turn: PausingTurn, policy: Policy, batch_digest: str, task_queue: str) -> None:
+    def __init__(self, turn: PausingTurn, policy: Policy, batch_digest: str, task_queue: str,
+                 bind_digest: bool = False) -> None:
         self.turn = turn
+        # The approved run applies only the changeset whose digest the gated
+        # result recorded (turns with the baseline; before, whatever was kept).
+        self.bind_digest = bind_digest
         self.policy = policy
         self.batch_digest = batch_digest
         self.task_queue = task_queue
@@ -106,7 +110,10 @@ class TurnGate:
         digest = call_digest(self.batch_digest, call.call_id, meta.get("gate_digest", ASK_FIRST))
         decision = await self.turn.pause_at_call(pending, digest)
         if decision.approve:
-            approved = await run(request.model_copy(update={"gate": None}))
+            update: dict = {"gate": None}
+            if self.bind_digest:
+                update.update(journal_only=False, txn_digest=meta.get("txn_digest", ""))
+            approved = await run(request.model_copy(update=update))
             approved.metadata.update(gate_approver=decision.approver, gate_digest=meta.get("gate_digest", ""))
             return approved
         if not ask_first:

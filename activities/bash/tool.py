@@ -250,6 +250,13 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
         launch_mode = "read-only"  # nothing in the workspace can change: safe to run again
     else:
         started = await _start(root, turn_id, request.call_id, args.timeout_seconds)
+        if request.journal_only and started.mode in ("resume", "done", "previewed"):
+            # Left by an earlier attempt whose result the turn never recorded: not trusted.
+            why = await asyncio.to_thread(txn.forget_unrecorded, root, turn_id, request.call_id)
+            if why:
+                meta.update(capture="refused", failure="lost_worker", retry=bash_txn.MAY_HAVE_RUN)
+                return ToolResult.error(request.call_id, BASH, UNRECORDED_TEXT.format(why=why), metadata=meta)
+            started = await _start(root, turn_id, request.call_id, args.timeout_seconds)
         if started.mode in ("resume", "done"):  # a retry after a lost worker: finish, never run again
             done = await asyncio.to_thread(txn.resume, root, turn_id, request.call_id)
             meta.update(done.metadata, txn_mode=started.mode)
@@ -351,7 +358,7 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
     done = await asyncio.to_thread(
         txn.finish, started, verdict=verdict.verdict,
         completed=_finished(outcome), result=stored, preview=preview,
-        gate=None if preview else request.gate,
+        gate=None if preview else request.gate, journal_only=request.journal_only and not preview,
     )
     meta.update(done.metadata)
     if done.changed and done.capture == "read-only-violation":
@@ -365,6 +372,10 @@ async def _run_bash(request: ToolRequest, args: BashArgs, *, preview: bool) -> T
     return make(request.call_id, BASH, bash_txn.join_text(text, extra), metadata=meta)
 
 
+UNRECORDED_TEXT = (
+    "Not run again, and nothing applied: {why}. The workspace may hold part of those changes: check it "
+    "(read_file, git status), or roll the turn back, before running the command again."
+)
 GATE_ASK_FIRST = "ask-first"
 GATE_ASK_FIRST_TEXT = (
     "copy-on-write capture is unavailable on this worker, so what the command changes cannot be shown "
@@ -399,14 +410,7 @@ async def _previewed(request: ToolRequest, root: str, turn_id: str, meta: dict[s
 
 
 def _notes(done: txn.TxnResult) -> str:
-    """What the capture adds to the command's own output: nothing when its
-    changes were simply applied (the output stays what bash printed; the
-    metadata says capture=applied, changed_files=N), otherwise why not, and
-    any notice (a pre-image not kept, a path not applied)."""
-    if done.capture != "applied":
-        return done.text
-    cut = done.text.find("]\n[")  # after the "[Changes applied ...]" headline
-    return done.text[cut + 2:] if cut >= 0 else ""
+    return done.notes()
 
 
 def _finished(outcome: ExecOutcome) -> bool:

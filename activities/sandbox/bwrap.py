@@ -183,6 +183,7 @@ def sandbox_argv(
     shm_bytes: int = DEFAULT_SHM_BYTES,
     tmp_source: str | None = None,
     network: bool = False,
+    read_only_inside: Sequence[str] = (),
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` in the sandbox.
 
@@ -200,6 +201,8 @@ def sandbox_argv(
       (the workspace's scratch folder, activities/sandbox/scratch.py).
     - ``network``: keep the host's network (a command a person approved as
       needing it, on a worker that opted in); otherwise only a private loopback.
+    - ``read_only_inside``: folders inside the workspace bound read-only over
+      it (the worker's artifacts folder, when the workspace is writable).
     """
     workspace = os.path.realpath(workspace)
     shown = [*(d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d))]
@@ -227,6 +230,7 @@ def sandbox_argv(
         *_hide_args(_secrets_under([*shown, *folders], workspace)),
         # After --tmpfs /tmp: a workspace under /tmp stays visible.
         "--bind" if writable else "--ro-bind", bind_source or workspace, workspace,
+        *(arg for folder in read_only_inside for arg in ("--ro-bind", folder, folder)),
         "--remount-ro", "/",  # the sandbox's own root (a tmpfs holding the mount points)
         "--chdir", cwd or workspace,
         "--",

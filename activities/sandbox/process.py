@@ -38,6 +38,7 @@ from activities.sandbox.cgroup import Cgroup, CgroupBase, cgroup_base
 from activities.sandbox.environment import SANDBOX_HOME, command_env, resolve_program
 from activities.sandbox.git_config import command_git_settings
 from activities.sandbox.scratch import scratch_for
+from activities.workspace.paths import WorkspaceError, ensure_artifacts_dir
 from activities.sandbox.output import ARTIFACT_MAX_BYTES, ArtifactSink, OutputCollector
 from activities.sandbox.bwrap import (
     sandbox_argv,
@@ -312,6 +313,18 @@ def _not_found(outcome: ExecOutcome, program: str, path: str) -> ExecOutcome:
     return outcome
 
 
+def _worker_folders(request: ExecRequest, workspace: str) -> tuple[str, ...]:
+    """What the worker keeps in the workspace (full outputs, offloaded turn
+    results) stays read-only to a command that writes the workspace directly
+    (no capture: a captured view shows it read-only already)."""
+    if request.read_only or request.wrap is not None or request.bind_source is not None:
+        return ()
+    try:
+        return (ensure_artifacts_dir(workspace),)
+    except (WorkspaceError, OSError):
+        return ()  # a link or a file there: the worker writes nothing into it either
+
+
 def _full_argv(request: ExecRequest, bwrap: str | None, program: str, workspace: str, run_in: str,
                limits: _Limits, scratch_tmp: str | None = None) -> list[str]:
     """What is started: the command inside bubblewrap (when it works here),
@@ -322,7 +335,7 @@ def _full_argv(request: ExecRequest, bwrap: str | None, program: str, workspace:
             programs=[p for p in (os.path.abspath(program), *(request.programs or ()))
                       if not (request.bind_source and within(p, request.bind_source))], cwd=run_in,
             tmp_bytes=limits.tmp_bytes, shm_bytes=limits.shm_bytes,
-            tmp_source=scratch_tmp, network=request.network,
+            tmp_source=scratch_tmp, network=request.network, read_only_inside=_worker_folders(request, workspace),
         )
     else:
         full = list(request.argv)

@@ -5,7 +5,10 @@
   back counts as done), so it is retried freely;
 - ``bash_preview``: run an ``ask`` command in a throwaway copy-on-write view
   before approval (activities.bash.tool.run_bash_preview);
-- ``bash_discard_preview``: drop a preview that was rejected.
+- ``bash_discard_preview``: drop a preview that was rejected;
+- ``bash_apply_journal``: apply a journal-only bash run's changes, only if
+  they are the changeset whose digest the turn recorded (the bash result in
+  its history); idempotent, heartbeating like the rollback.
 """
 
 from __future__ import annotations
@@ -23,11 +26,33 @@ from activities.bash.tool import run_bash_preview
 from activities.txn.preview import discard_preview
 from activities.workspace.paths import WorkspaceError, workspace_root
 from activities.workspace.root import serves
-from core.contracts import ToolRequest
-from core.names import BASH_PREVIEW_ACTIVITY, DISCARD_PREVIEW_ACTIVITY, ROLLBACK_ACTIVITY
+from core.contracts import ToolRequest, ToolResult
+from core.names import APPLY_JOURNAL_ACTIVITY, BASH_PREVIEW_ACTIVITY, DISCARD_PREVIEW_ACTIVITY, ROLLBACK_ACTIVITY
 from core.txn_contracts import RollbackRequest, RollbackResult
 
 ROLLBACK_HEARTBEAT_EVERY_S = 1.0  # well inside the workflow's heartbeat timeout
+
+
+async def _heartbeating(work: Callable[[], Any]) -> Any:
+    """``work`` in a thread while the activity heartbeats: with a heartbeat
+    timeout a lost worker is noticed in seconds and the (idempotent) retry
+    finishes the job."""
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=ROLLBACK_HEARTBEAT_EVERY_S)
+        if done:
+            return task.result()
+        if not activity.info().is_local:
+            activity.heartbeat()
+
+
+def apply_journal(request: ToolRequest) -> ToolResult:
+    """The apply half of a journal-only bash call: the result holds only what
+    applying adds (the command's own result is the first half's)."""
+    root = str(workspace_root(request.workspace_root))
+    done = txn.apply_recorded(root, request.turn_id, request.call_id, request.txn_digest)
+    make = ToolResult.error if done.is_error else ToolResult.ok
+    return make(request.call_id, request.tool, done.notes(), metadata=dict(done.metadata))
 
 
 class RollbackRefused(Exception):
@@ -57,16 +82,8 @@ def build_txn_activities(workspace_root_: str | None = None) -> list[Callable[..
     async def rollback_turn(request: RollbackRequest) -> RollbackResult:
         from temporalio.exceptions import ApplicationError
 
-        # Heartbeats while the restore runs in its thread: with the workflow's
-        # heartbeat timeout a lost worker is noticed in seconds, and the retry
-        # (idempotent: what is back counts as done) finishes the rollback.
-        work = asyncio.ensure_future(asyncio.to_thread(rollback, request, workspace_root_))
         try:
-            while True:
-                done, _ = await asyncio.wait({work}, timeout=ROLLBACK_HEARTBEAT_EVERY_S)
-                if done:
-                    return work.result()
-                activity.heartbeat()
+            return await _heartbeating(lambda: rollback(request, workspace_root_))
         except RollbackRefused as exc:
             raise ApplicationError(str(exc), type="RollbackRefused", non_retryable=True) from None
 
@@ -78,5 +95,14 @@ def build_txn_activities(workspace_root_: str | None = None) -> list[Callable[..
         await asyncio.to_thread(discard_preview, root, request.turn_id, request.call_id)
         await asyncio.to_thread(bash_txn.discard_nochange_preview, root, request.turn_id, request.call_id)
 
+    @activity.defn(name=APPLY_JOURNAL_ACTIVITY)
+    async def bash_apply_journal(request: ToolRequest) -> ToolResult:
+        refused = _check_root(request, workspace_root_)
+        if refused is not None:
+            return refused
+        result = await _heartbeating(lambda: apply_journal(request))
+        result.metadata["apply_attempt"] = str(activity.info().attempt)
+        return result
+
     preview = tool_activity(BASH_PREVIEW_ACTIVITY, run_bash_preview, in_thread=False, allowed_root=workspace_root_)
-    return [rollback_turn, bash_discard_preview, preview]
+    return [rollback_turn, bash_discard_preview, bash_apply_journal, preview]

@@ -37,13 +37,15 @@ from core.turn.effects import Effects
 from activities.txn.preview import Preview, apply_preview, make_preview
 from activities.txn.rollback import RollbackReport, rollback_turn
 from activities.txn.apply import ApplyReport
+from activities.txn.store import call_dir
 from activities.workspace.paths import WorkspaceError
 
 log = logging.getLogger(__name__)
 
 # One command's changeset: what journaling, previewing and applying it may cost (0: no bound).
 
-__all__ = ["TxnStart", "TxnResult", "start", "finish", "resume", "approve_preview", "rollback", "RollbackReport"]
+__all__ = ["TxnStart", "TxnResult", "start", "finish", "resume", "approve_preview", "apply_recorded",
+           "forget_unrecorded", "rollback", "RollbackReport"]
 
 
 @dataclass
@@ -69,6 +71,16 @@ class TxnResult:
     stored: dict = field(default_factory=dict)  # resume/approve: the result the command produced
     preview: Preview | None = None
     changed: list[str] = field(default_factory=list)
+
+    def notes(self) -> str:
+        """What the capture adds to the command's own output: nothing when its
+        changes were simply applied (the output stays what bash printed; the
+        metadata says capture=applied, changed_files=N), otherwise why not,
+        and any notice (a pre-image not kept, a path not applied)."""
+        if self.capture != "applied":
+            return self.text
+        cut = self.text.find("]\n[")  # after the "[Changes applied ...]" headline
+        return self.text[cut + 2:] if cut >= 0 else ""
 
 
 def start(root: str, turn_id: str, call_id: str) -> TxnStart:
@@ -112,14 +124,17 @@ def _from_report(report: ApplyReport, stored: dict | None = None, headline: str 
 
 
 def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, preview: bool = False,
-           gate: EffectGate | None = None) -> TxnResult:
+           gate: EffectGate | None = None, journal_only: bool = False) -> TxnResult:
     """After the command ran: capture, check, journal and apply its changes.
 
     ``completed`` is False for a timed-out, killed or cancelled command (or
     one that could not start): nothing it changed is applied. ``result`` is
     what the tool returns (kept in the journal so a retry returns it again).
     ``gate``: a changeset the effect gate stops is kept like a preview
-    (status ``gated``, nothing applied) for a person to approve exactly it."""
+    (status ``gated``, nothing applied) for a person to approve exactly it.
+    ``journal_only``: journal the changeset and stop (status ``journaled``,
+    its digest in ``txn_digest``): the turn records the digest in its history
+    and applies the journal next (``apply_recorded``)."""
     if started.mode == "direct" or started.capture is None:
         return TxnResult("unavailable", "", False, _meta("unavailable", capture_reason=started.reason))
     cap = started.capture
@@ -154,11 +169,15 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
         p = make_preview(cap, scan, result=result)
         status = "conflict" if p.conflicts else "previewed"
         return TxnResult(status, p.text() + skipped, bool(p.conflicts), _meta(status, txn_digest=p.digest), preview=p)
-    out = journal.write_journal(cap, scan, result=result)
+    out = journal.write_journal(cap, scan, result=result, deferred=journal_only)
     if out.journal is None:
         text = "[Not applied: files changed in the workspace while the command ran:\n" + "\n".join(
             f"  {c}" for c in out.conflicts) + "]"
         return TxnResult("conflict", text, True, _meta("conflict"))
+    if journal_only:
+        changes = out.journal.changeset
+        meta = _meta("journaled", txn_digest=changes.digest(), changed_files=str(len(changes.changes)))
+        return TxnResult("journaled", skipped.lstrip("\n"), False, meta, result, changed=changes.paths())
     report = journal.apply_journal(started.root, started.turn_id, started.call_id, out.journal, fresh=True)
     done = _from_report(report, result, f"Changes applied to the workspace:\n{summary(scan.changeset)}")
     done.text += skipped
@@ -168,6 +187,7 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
 def _gated(cap: overlay.Capture, scan: overlay.Scan, result: dict, effects: Effects, gate: EffectGate,
            skipped: str) -> TxnResult:
     meta = _meta("gated", gate_reason=effects.reason(gate.mode), gate_digest=effect_digest(scan.changeset),
+                 txn_digest=scan.changeset.digest(),
                  changed_files=str(len(scan.changeset.changes)),
                  gate_destructive="true" if effects.destructive else "")
     # Kept with the command's result, so a retry shows the same pause.
@@ -198,6 +218,45 @@ def resume(root: str, turn_id: str, call_id: str) -> TxnResult:
         return _invalid(exc)
     report = journal.apply_journal(root, turn_id, call_id, j)
     return _from_report(report, j.result if j else {})
+
+
+def apply_recorded(root: str, turn_id: str, call_id: str, expected_digest: str) -> TxnResult:
+    """Apply (or finish applying) the journal of a journal-only run, only if
+    its changeset is the one whose digest the turn's history recorded; every
+    content is re-hashed against that changeset while it is copied in.
+    ``.stored`` stays empty: the command's result is the one in the history."""
+    try:
+        j = journal.load(root, turn_id, call_id)
+    except journal.BadJournal as exc:
+        return _invalid(exc)
+    if j is None or j.state != journal.JOURNALED:
+        return _invalid(ValueError(f"no journal for call {call_id!r} of turn {turn_id!r}"))
+    found = j.changeset.digest()
+    if not expected_digest or found != expected_digest:
+        return _invalid(ValueError(
+            f"the journal kept for call {call_id!r} is not the changeset the turn recorded "
+            f"(sha256 {found[:12]}, recorded {expected_digest[:12] or 'none'})"))
+    report = journal.apply_journal(root, turn_id, call_id, j)
+    return _from_report(report, headline=f"Changes applied to the workspace:\n{summary(j.changeset)}")
+
+
+def forget_unrecorded(root: str, turn_id: str, call_id: str) -> str:
+    """A journal-only attempt found what an earlier attempt of the call left.
+    Its history holds no digest of it, so it is not trusted: an unapplied
+    record (a journal or a kept changeset) is discarded and the command runs
+    again (it never touched the workspace). Returns '' when that is done, or
+    why the call must not run again (a record already applied, or one that
+    does not validate: the workspace may hold part of it)."""
+    try:
+        j = journal.load(root, turn_id, call_id)
+    except journal.BadJournal as exc:
+        return str(exc)
+    if j is not None and j.applied:
+        return "an earlier attempt of this call already applied changes that this turn's history does not record"
+    if j is not None and j.state == journal.JOURNALED and not j.deferred:
+        return "an earlier attempt of this call (an older build) journaled changes and may have applied part of them"
+    overlay.remove_tree(call_dir(os.path.realpath(root), turn_id, call_id))
+    return ""
 
 
 def _invalid(exc: Exception) -> TxnResult:

@@ -89,6 +89,9 @@ class Journal:
     preimages: dict[str, PreImage] = field(default_factory=dict)
     posts: dict[str, Node | None] = field(default_factory=dict)  # file tools: recorded after the write
     result: dict = field(default_factory=dict)  # the command's result, returned again on a retry
+    # Written by a journal-only attempt: nothing of it was applied by that
+    # attempt (the turn applies it next, by the digest its history holds).
+    deferred: bool = False
 
     def save(self) -> None:
         write_json_durably(os.path.join(self.dir, MANIFEST), {
@@ -98,7 +101,7 @@ class Journal:
             "preimages": {p: {"node": node_json(pre.node), "file": pre.file, "kept": pre.kept, "note": pre.note}
                           for p, pre in self.preimages.items()},
             "posts": {p: node_json(n) for p, n in self.posts.items()},
-            "result": self.result,
+            "result": self.result, "deferred": self.deferred,
         })
 
     @property
@@ -137,6 +140,7 @@ def load_dir(path: str) -> Journal | None:
             created_ns=int(raw["created_ns"]), started_ns=int(raw["started_ns"]),
             changeset=Changeset.from_json(raw["changeset"]), preimages=preimages, posts=posts,
             result=raw.get("result", {}) if isinstance(raw.get("result", {}), dict) else {},
+            deferred=raw.get("deferred") is True,
         )
     except (BadRecord, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise BadJournal(f"the transaction record in {path} is not valid ({exc}); it is not used") from None
@@ -165,7 +169,8 @@ class JournalOutcome:
     conflicts: list[str] = field(default_factory=list)
 
 
-def write_journal(cap: Capture, scan: Scan, *, result: dict | None = None, preview: bool = False) -> JournalOutcome:
+def write_journal(cap: Capture, scan: Scan, *, result: dict | None = None, preview: bool = False,
+                  deferred: bool = False) -> JournalOutcome:
     """Make a captured changeset durable. A file the changeset touches that
     changed in the workspace after the command started is a conflict: nothing
     is journaled (the layers are discarded). ``preview`` keeps the changeset
@@ -175,7 +180,7 @@ def write_journal(cap: Capture, scan: Scan, *, result: dict | None = None, previ
         return JournalOutcome(None, [f"{p}: changed in the workspace while the command ran" for p in scan.changed_during])
     j = Journal(cap.dir, cap.turn_id, cap.call_id, state=PREVIEWED if preview else JOURNALED,
                 created_ns=time.time_ns(), started_ns=cap.started_ns(), changeset=scan.changeset,
-                result=result or {})
+                result=result or {}, deferred=deferred)
     if not preview:
         conflicts = take_preimages(cap.workspace, j)
         if conflicts:

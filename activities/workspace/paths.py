@@ -15,7 +15,7 @@ from pathlib import Path
 
 from activities.workspace.root import WorkspaceError, WorkspaceRoot, shown
 
-__all__ = ["ARTIFACTS_DIR", "WorkspaceError", "workspace_root", "resolve_inside", "relative_to_root",
+__all__ = ["ARTIFACTS_DIR", "WorkspaceError", "ensure_artifacts_dir", "workspace_root", "resolve_inside", "relative_to_root",
            "artifacts_path", "open_artifact"]
 
 ARTIFACTS_DIR = ".agent-artifacts"
@@ -87,6 +87,13 @@ def open_artifact(root: str | Path, call_id: str, label: str) -> tuple[int, str]
 
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def ensure_artifacts_dir(root: str | Path) -> str:
+    """The artifacts folder's path, created if missing (WorkspaceError when
+    it is a symbolic link or not a folder)."""
+    os.close(_artifacts_dir(root))
+    return os.path.join(os.path.realpath(root), ARTIFACTS_DIR)
 
 
 def _artifacts_dir(root: str | Path) -> int:

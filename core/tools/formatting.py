@@ -88,6 +88,23 @@ def cancelled_result(call_id: str, name: str, failed_index: int, failed_name: st
     )
 
 
+def with_applied_changes(command: ToolResult, applied: ToolResult) -> ToolResult:
+    """A journal-only bash result (what the command printed, as the history
+    recorded it) joined with what applying its journal did: the apply's
+    metadata wins (capture=applied, changed_files ...), its notes follow the
+    output, and a failed apply makes the call an error."""
+    output = command.output
+    if applied.output:
+        output = applied.output if output in ("", "(no output)") else f"{output}\n\n{applied.output}"
+    is_error = command.is_error or applied.is_error
+    return command.model_copy(update={
+        "output": output,
+        "is_error": is_error,
+        "status": ToolStatus.ERROR if is_error else command.status,
+        "metadata": {**command.metadata, **applied.metadata},
+    })
+
+
 def denied_result(call_id: str, name: str, approver: str, reason: str) -> ToolResult:
     why = f": {reason}" if reason else ""
     return ToolResult.error(

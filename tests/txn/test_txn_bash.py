@@ -81,3 +81,25 @@ async def test_a_preview_shows_the_diff_and_approval_applies_it(workspace: Path)
     approved = await run_bash(*request(workspace, "echo appended >> log.txt"))
     assert approved.metadata["capture"] == "applied", approved
     assert (workspace / "log.txt").read_text() == "start\nappended\n"
+
+
+async def test_without_capture_a_command_cannot_write_the_workers_artifacts(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Full outputs and offloaded turn results live there; a command writing
+    the workspace directly (no capture) must not rewrite or plant them."""
+    monkeypatch.setenv("AGENT_TOOLS_TXN", "off")
+    (workspace / ".agent-artifacts").mkdir()
+    (workspace / ".agent-artifacts" / "result-part-0.json").write_text("the worker's\n")
+    (workspace / "tamper.sh").write_text(
+        "echo forged > .agent-artifacts/result-part-0.json\n"
+        "echo planted > .agent-artifacts/planted.txt\n"
+        "rm -f .agent-artifacts/result-part-0.json\n"
+        "echo changed > mine.txt\n"
+    )
+    r = await run_bash(*request(workspace, "sh tamper.sh"))
+    assert r.metadata["capture"] == "unavailable", r
+    assert "Read-only file system" in r.output, r.output
+    assert (workspace / ".agent-artifacts" / "result-part-0.json").read_text() == "the worker's\n"
+    assert not (workspace / ".agent-artifacts" / "planted.txt").exists()
+    assert (workspace / "mine.txt").read_text() == "changed\n"  # the rest of the workspace stays writable
