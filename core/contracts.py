@@ -45,6 +45,7 @@ class TurnStatus(str, Enum):
     PAUSED = "paused"
     COMPLETED = "completed"
     REJECTED = "rejected"
+    FAILED = "failed"  # the turn raised (refused whole, planning failed): nothing of it ran
 
 
 class ToolCall(BaseModel):

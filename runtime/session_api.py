@@ -40,6 +40,7 @@ from core.session.contracts import (
 from core.names import SESSION_WORKFLOW, STATUS_QUERY
 from workflows.session import AgentSessionWorkflow
 from runtime.queues import fresh_pollers, other_workspace_problem, queue_for_workspace
+from runtime.visibility import session_attributes
 
 __all__ = [
     "SessionError", "SessionLimits", "SessionResult", "SessionState", "SessionView", "TranscriptEntry",
@@ -110,12 +111,14 @@ async def start_session(
     problem = await other_workspace_problem(client, session.workspace.task_queue, session.workspace.root)
     if problem:
         raise SessionError(f"session {session_id} was not started: {problem}")
+    attributes = await session_attributes(client, session.workspace.root)
     await client.start_workflow(
         AgentSessionWorkflow.run,
         session,
         id=session_id,
         task_queue=workflow_task_queue or session.workspace.task_queue,
         result_type=SessionResult,
+        **({"search_attributes": attributes} if attributes is not None else {}),
     )
     return session_id
 

@@ -38,3 +38,11 @@ async def start_attributes(client: Client, turn: TurnInput) -> TypedSearchAttrib
     return TypedSearchAttributes(
         [SearchAttributePair(TURN_STATUS_KEY, "running"), SearchAttributePair(WORKSPACE_KEY, turn.workspace.root)]
     )
+
+
+async def session_attributes(client: Client, workspace_root: str) -> TypedSearchAttributes | None:
+    """A session carries its workspace; its turns (children) then get both
+    attributes from it (workflows.turn_console.child_turn_attributes)."""
+    if not await has_turn_search_attributes(client):
+        return None
+    return TypedSearchAttributes([SearchAttributePair(WORKSPACE_KEY, workspace_root)])

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from core.session.prompt import default_system_prompt
     from workflows.session_dispatch import OpenBatch, open_batch
+    from workflows.turn_console import child_turn_attributes
 
 
 MODEL_CALL_TIMEOUT = timedelta(minutes=10)
@@ -260,6 +261,7 @@ class AgentSessionWorkflow:
                 # A session that is terminated still stops its running turn
                 # (and so a running bash): the turn gets a cancel request.
                 parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+                search_attributes=child_turn_attributes(),
             )
             result: TurnResult = await self._child
         except (ChildWorkflowError, asyncio.CancelledError) as err:

@@ -27,6 +27,7 @@ from temporalio.common import RetryPolicy
 from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.turn_console import child_turn_attributes
     from core.names import ABANDON_BATCH_ACTIVITY, STREAMING_DISPATCH_PATCH, TURN_WORKFLOW
     from core.contracts import Snapshot, ToolCall, TurnInput, TurnResult
     from core.turn.early_dispatch import AbandonRequest, ClosedBatch
@@ -76,5 +77,6 @@ async def open_batch(session: SessionInput, turn_id: str, snapshots: list[Snapsh
         task_queue=session.workspace.task_queue,
         result_type=TurnResult,
         parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+        search_attributes=child_turn_attributes(),
     )
     return OpenBatch(turn_id, handle)

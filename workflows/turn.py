@@ -139,6 +139,15 @@ class AgentTurnWorkflow:
     # ------------------------------------------------------------------ run
     @workflow.run
     async def run(self, turn: TurnInput) -> TurnResult:
+        try:
+            return await self._run(turn)
+        except ApplicationError:
+            if self._versions.baseline:  # shown as failed in the Web UI list and `pending`
+                self._status = TurnStatus.FAILED
+                self._publish_status()
+            raise
+
+    async def _run(self, turn: TurnInput) -> TurnResult:
         if self._dispatch is not None:
             turn = self._turn = await self._dispatch.collect(turn)
             self._digest = batch_digest(turn.tool_calls)

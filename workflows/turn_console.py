@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeKey, TypedSearchAttributes
 
 with workflow.unsafe.imports_passed_through():
     import core.tools.display  # noqa: F401 - used by the review functions, imported lazily there
@@ -51,6 +51,16 @@ def publish(wf: VisibleTurn) -> None:
         # Not recorded on replay (the SDK's workflow meter skips it).
         workflow.metric_meter().create_counter("agent_turns_paused", "turns that paused for approval").add(1)
     workflow.set_current_details(details(wf))
+
+
+def child_turn_attributes() -> TypedSearchAttributes | None:
+    """The attributes a session gives the turns it starts: its own workspace,
+    and "running" (None when the session was started without them: the
+    server has them not registered, or an older client started it)."""
+    root = workflow.info().typed_search_attributes.get(WORKSPACE_KEY)
+    if root is None:
+        return None
+    return TypedSearchAttributes([TURN_STATUS_KEY.value_set("running"), WORKSPACE_KEY.value_set(root)])
 
 
 def details(wf: VisibleTurn) -> str:

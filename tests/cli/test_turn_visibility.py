@@ -11,18 +11,21 @@ import time
 from pathlib import Path
 
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client
+import pytest
+from temporalio.client import Client, WorkflowFailureError
 
 from activities.sandbox.binaries import find_binary
 from core.contracts import ApprovalDecision, Policy, TurnProgress, TurnResult, TurnStatus
 from runtime.api import TurnClient, build_turn_input
+from runtime.visibility import start_attributes
+from workflows.turn import AgentTurnWorkflow
 from runtime.worker import build_worker
 from tests.cli.test_review_show import wait_paused
 from tests.processes import run_client, server_address
 from tests.support import call
 
 
-async def _listed(client: Client, query: str, turn_id: str, timeout: float = 20) -> None:
+async def listed(client: Client, query: str, turn_id: str, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if turn_id in [w.id async for w in client.list_workflows(query)]:
@@ -48,15 +51,15 @@ async def test_paused_turn_is_found_shown_and_approved_with_the_short_digest(
         handle = await turns.start_turn(turn)
         progress = await wait_paused(turns, turn.turn_id)
         paused_query = f"AgentTurnStatus='paused' AND AgentWorkspace='{workspace}'"
-        await _listed(client, paused_query, turn.turn_id)
+        await listed(client, paused_query, turn.turn_id)
         temporal = find_binary("temporal")
         assert temporal is not None
-        listed = await asyncio.to_thread(
+        cli_list = await asyncio.to_thread(
             subprocess.run,
             [temporal, "workflow", "list", "--address", server_address(client), "-q", paused_query],
             capture_output=True, text=True, timeout=60,
         )
-        assert turn.turn_id in listed.stdout, listed.stderr
+        assert turn.turn_id in cli_list.stdout, cli_list.stderr
 
         desc = await handle.describe()
         summary = await desc.static_summary()
@@ -86,4 +89,27 @@ async def test_paused_turn_is_found_shown_and_approved_with_the_short_digest(
     assert result.decision is not None and result.decision.approver == "web-ui"
     assert result.decision.batch_digest == progress.batch_digest
     assert "x20 = 'twenty'" in (workspace / "app.py").read_text()
-    await _listed(client, f"AgentTurnStatus='completed' AND AgentWorkspace='{workspace}'", turn.turn_id)
+    await listed(client, f"AgentTurnStatus='completed' AND AgentWorkspace='{workspace}'", turn.turn_id)
+
+
+async def test_a_turn_refused_whole_is_listed_as_failed(client: Client, workspace: Path, task_queue: str,
+                                                        tmp_path: Path) -> None:
+    """Planning refuses a turn for another workspace before anything runs; the
+    Web UI list and `pending` then show it failed, not running for ever."""
+    other = tmp_path / "other"
+    other.mkdir()
+    turn = build_turn_input(workspace_root=str(other), task_queue=task_queue, policy=Policy(mode="auto"),
+                            tool_calls=[call(0, "write_file", path="x.txt", content="x\n")])
+    attributes = await start_attributes(client, turn)
+    assert attributes is not None  # the embedded dev server registers them
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await client.start_workflow(
+            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult,
+            search_attributes=attributes,
+        )
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+    await listed(client, f"AgentTurnStatus='failed' AND AgentWorkspace='{other}'", turn.turn_id)
+    memo = await (await handle.describe()).memo()
+    assert memo["turn_status"] == "failed"
+    assert not (other / "x.txt").exists()

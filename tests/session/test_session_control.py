@@ -19,6 +19,7 @@ from tests.session.test_session_support import model_server  # noqa: F401  (fixt
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
 from tests.txn.support.helpers import written
+from tests.cli.test_turn_visibility import listed
 
 
 async def _start(client: Client, workspace: Path, task_queue: str, provider: str = "openai", **kw: object) -> str:
@@ -106,6 +107,8 @@ async def test_approval_inside_a_session_from_the_session_and_on_the_child(
         view = await _paused(client, sid)
         assert view.current_turn_id == f"{sid}/turn-1"
         assert [p.name for p in view.pending] == ["write_file"] and view.pending[0].reason
+        # The session's turns carry its workspace: the Web UI list finds them paused.
+        await listed(client, f"AgentTurnStatus='paused' AND AgentWorkspace='{workspace}'", view.current_turn_id)
         record = await sessions.approve(client, sid, approver="alice", reason="fine")
         assert record.approve and record.batch_digest == view.current_batch_digest
         # 2. Directly on the child, as the Web UI's "Send a Signal" does.
