@@ -9,9 +9,10 @@ whose type is the tool's name.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
-from typing import Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 from pydantic import ValidationError
 from temporalio import activity
@@ -32,6 +33,7 @@ HARD_OUTPUT_CHARS = 256_000
 A = TypeVar("A", bound=ToolArgs)
 SyncTool = Callable[[ToolRequest, A], ToolResult]
 AsyncTool = Callable[[ToolRequest, A], Awaitable[ToolResult]]
+AsyncToolFunction = Callable[[ToolRequest], Awaitable[ToolResult]]  # a tool activity function
 
 
 def parse_request_args(request: ToolRequest) -> ToolArgs | ToolResult:
@@ -87,39 +89,65 @@ async def run_tool(
     anything unexpected propagates (an infrastructure fault for Temporal to retry)."""
     started = time.monotonic()
     args = _check_root(request, allowed_root) or parse_request_args(request)
+    if isinstance(args, ToolResult):
+        return _finished(request, args, started)
     heartbeat: asyncio.Task[None] | None = None
     if activity.in_activity() and not activity.info().is_local:
         # Lets the server notice a dead worker within the heartbeat timeout.
         heartbeat = asyncio.create_task(_heartbeat_forever())
-    # Writes and edits of a turn journal their results (bash is never retried).
-    # The journal is file I/O: read and appended off the event loop, which a
-    # worker's local activities share with its workflows.
-    journaled = not isinstance(args, ToolResult) and _journaled(request)
     try:
-        if isinstance(args, ToolResult):
-            result = args
-        elif journaled and (prior := await asyncio.to_thread(recorded_result, request)) is not None:
-            result = prior  # this call already ran: say what happened then
+        if in_thread:
+            # One hop off the event loop (which a worker's local activities
+            # share with its workflows) for the journal look-up, the tool
+            # and the journal append together.
+            result = await asyncio.to_thread(_call, request, impl, args)  # type: ignore[arg-type]
         else:
             try:
-                if in_thread:
-                    result = await asyncio.to_thread(impl, request, args)  # type: ignore[arg-type]
-                else:
-                    result = await impl(request, args)  # type: ignore[misc]
-            except WorkspaceError as exc:
-                result = ToolResult.error(request.call_id, request.tool, str(exc))
+                result = await impl(request, args)  # type: ignore[misc]
             except Exception as exc:  # noqa: BLE001 - a tool that raises is this call's error result
-                result = ToolResult.error(
-                    request.call_id,
-                    request.tool,
-                    f"{request.tool} failed: {type(exc).__name__}: {exc}",
-                    metadata={"failure": "tool_exception"},
-                )
-            if journaled:
-                await asyncio.to_thread(record_result, request, result)
+                result = _raised(request, exc)
     finally:
         if heartbeat is not None:
             heartbeat.cancel()
+    return _finished(request, result, started)
+
+
+def run_tool_here(request: ToolRequest, impl: SyncTool, *, allowed_root: str | None = None) -> ToolResult:
+    """``run_tool`` for a synchronous tool, in the calling thread (a write
+    stage runs its calls one after another in one thread; it heartbeats)."""
+    started = time.monotonic()
+    args = _check_root(request, allowed_root) or parse_request_args(request)
+    result = args if isinstance(args, ToolResult) else _call(request, impl, args)
+    return _finished(request, result, started)
+
+
+def _call(request: ToolRequest, impl: SyncTool, args: ToolArgs) -> ToolResult:
+    # Writes and edits of a turn journal their results (bash is never retried):
+    # a call that already ran says what happened then.
+    journaled = _journaled(request)
+    if journaled and (prior := recorded_result(request)) is not None:
+        return prior
+    try:
+        result = impl(request, args)
+    except Exception as exc:  # noqa: BLE001 - a tool that raises is this call's error result
+        result = _raised(request, exc)
+    if journaled:
+        record_result(request, result)
+    return result
+
+
+def _raised(request: ToolRequest, exc: Exception) -> ToolResult:
+    if isinstance(exc, WorkspaceError):
+        return ToolResult.error(request.call_id, request.tool, str(exc))
+    return ToolResult.error(
+        request.call_id,
+        request.tool,
+        f"{request.tool} failed: {type(exc).__name__}: {exc}",
+        metadata={"failure": "tool_exception"},
+    )
+
+
+def _finished(request: ToolRequest, result: ToolResult, started: float) -> ToolResult:
     if len(result.output) > HARD_OUTPUT_CHARS:
         # Tools bound their own output; this is the backstop that keeps any
         # result (local activities included, whose oversized result would wedge
@@ -147,6 +175,8 @@ def tool_activity(
         return await run_tool(request, impl, in_thread=in_thread, allowed_root=allowed_root)
 
     _activity.__name__ = _activity.__qualname__ = f"{name}_activity"
+    if in_thread:  # what a stage runs in its own thread, call after call
+        _activity.run_here = lambda request: run_tool_here(request, impl, allowed_root=allowed_root)  # type: ignore[attr-defined]
     return _activity
 
 
@@ -166,3 +196,22 @@ def bound_output(
         f"full output saved to {rel} (read it with read_file and offset/limit)]"
     )
     return head + notice, {"truncated": "true", "full_output": rel}
+
+
+def stage_tools(activities: list[Callable[..., Any]], names: frozenset[str]) -> dict[str, AsyncToolFunction]:
+    """The activity functions registered under ``names`` among ``activities``,
+    each as a coroutine function of the request (a stage runs whatever the
+    worker registered, replacements included)."""
+    tools: dict[str, AsyncToolFunction] = {}
+    for a in activities:
+        definition = getattr(a, "__temporal_activity_definition", None)
+        if definition is not None and definition.name in names:
+            tools[definition.name] = a if inspect.iscoroutinefunction(a) else _in_thread(a)
+    return tools
+
+
+def _in_thread(function: Callable[[ToolRequest], ToolResult]) -> AsyncToolFunction:
+    async def run(request: ToolRequest) -> ToolResult:
+        return await asyncio.to_thread(function, request)
+
+    return run

@@ -25,13 +25,13 @@ activity each.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from typing import Any, Awaitable, Callable, Mapping
 
 from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.base import stage_tools
 from core.contracts import ToolRequest, ToolResult
 from core.names import READ_STAGE_ACTIVITY
 from core.tools.specs import GLOB, GREP, READ_FILE
@@ -107,21 +107,10 @@ async def run_stage(tools: Mapping[str, ToolFunction], stage: ReadStageRequest) 
     return result
 
 
-def _in_thread(function: Callable[[ToolRequest], ToolResult]) -> ToolFunction:
-    async def run(request: ToolRequest) -> ToolResult:
-        return await asyncio.to_thread(function, request)
-
-    return run
-
-
 def build_read_stage_activity(activities: list[Callable[..., Any]]) -> Callable[..., Any]:
     """The stage activity over the read tools among ``activities`` (by
     activity name), so it runs whatever the worker registered for them."""
-    tools: dict[str, ToolFunction] = {}
-    for a in activities:
-        definition = getattr(a, "__temporal_activity_definition", None)
-        if definition is not None and definition.name in STAGE_TOOLS:
-            tools[definition.name] = a if inspect.iscoroutinefunction(a) else _in_thread(a)
+    tools = stage_tools(activities, STAGE_TOOLS)
 
     @activity.defn(name=READ_STAGE_ACTIVITY)
     async def read_stage(stage: ReadStageRequest) -> ReadStageResult:

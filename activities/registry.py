@@ -10,6 +10,7 @@ from activities.base import tool_activity
 from activities.bash.tool import run_bash
 from activities.plan import build_plan_activity
 from activities.read_stage import build_read_stage_activity
+from activities.write_stage import build_write_stage_activity
 from activities.turn_results import save_turn_result_part
 from activities.files.write import edit_file, read_file, write_file
 from activities.search.grep import glob_files, grep
@@ -42,6 +43,6 @@ def build_activities(
     assert {a.__temporal_activity_definition.name for a in tools} == set(TOOLS)  # type: ignore[attr-defined]
     from activities.txn.activities import build_txn_activities  # rollback, bash preview
 
-    return [*tools, build_read_stage_activity(tools), default_policy_activity,
+    return [*tools, build_read_stage_activity(tools), build_write_stage_activity(tools), default_policy_activity,
             build_plan_activity(policy, allowed_root=workspace_root), save_turn_result_part,
             *build_txn_activities(workspace_root)]

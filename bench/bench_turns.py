@@ -206,7 +206,10 @@ def _overhead_row(
                  else "informational (untuned server)"),
         "met": overhead_ms <= OVERHEAD_GOAL_MS if tuned else None,
         "notes": (
-            f"a turn of {sizes.overhead_calls} write_file calls to new files (unsafe: one stage each), "
+            f"a turn of {sizes.overhead_calls} write_file calls to new files (unsafe: one at a time, in order; "
+            f"consecutive writes run as one write_stage activity, workflows/stages/writes.py, so the turn "
+            f"makes one round trip where the floor makes {sizes.overhead_calls}; a write between calls of "
+            f"other kinds is still its own activity), "
             f"wall / {sizes.overhead_calls}, incl. the turn's start and finish, beside a bare workflow of "
             f"{sizes.overhead_calls} sequential no-op {kind} activities (its start and finish included "
             f"alike), same worker, alternated; overhead = median of {sizes.overhead_reps} (turn - bare) "

@@ -135,6 +135,14 @@ class ToolSettings:
                 values[field] = parse(name, raw)
         return cls(**values)  # type: ignore[arg-type]
 
+    @classmethod
+    def value_from_env(cls, field: str, env: Mapping[str, str]) -> object:
+        """One setting from its variable (its default when unset), checked
+        like ``from_env`` does."""
+        name, parse = _VARIABLES[field]
+        raw = env.get(name, "")
+        return parse(name, raw) if raw.strip() else cls.__dataclass_fields__[field].default
+
     def replace(self, **changes: object) -> "ToolSettings":
         """A copy with ``changes`` (checked like the variables: a flag that
         overrides one, say)."""

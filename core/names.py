@@ -31,6 +31,7 @@ DEFAULT_POLICY_ACTIVITY = "default_policy"
 SAVE_RESULT_PART_ACTIVITY = "save_turn_result_part"
 BASH_PREVIEW_ACTIVITY = "bash_preview"
 DISCARD_PREVIEW_ACTIVITY = "bash_discard_preview"
+WRITE_STAGE_ACTIVITY = "write_stage"  # consecutive write_file/edit_file calls as one activity
 APPLY_JOURNAL_ACTIVITY = "bash_apply_journal"  # a journal-only bash run's changes, by recorded digest
 ROLLBACK_ACTIVITY = "rollback_turn"
 CALL_MODEL_ACTIVITY = "call_model"

@@ -27,6 +27,7 @@ from temporalio.plugin import SimplePlugin
 # module (a test workflow's module importing the worker does) otherwise ends
 # up with two copies of the contracts.
 from activities.read_stage import READ_STAGE_ACTIVITY, build_read_stage_activity
+from activities.write_stage import WRITE_STAGE_ACTIVITY, build_write_stage_activity
 from activities.registry import build_activities
 from core.config import ToolSettings
 from core.contracts import Policy
@@ -107,7 +108,9 @@ class AgentToolsPlugin(SimplePlugin):
         given = list(given or ())
         taken = {activity_name(a) for a in given}
         merged = [*given, *(a for a in self.registered_activities() if activity_name(a) not in taken)]
-        if READ_STAGE_ACTIVITY in taken:
-            return merged
-        # The read stage runs the read tools this worker registers, replacements included.
-        return [*(a for a in merged if activity_name(a) != READ_STAGE_ACTIVITY), build_read_stage_activity(merged)]
+        # The stages run the tools this worker registers, replacements included
+        # (unless a stage itself is replaced).
+        stages = {READ_STAGE_ACTIVITY: build_read_stage_activity, WRITE_STAGE_ACTIVITY: build_write_stage_activity}
+        rebuilt = [build(merged) for name, build in stages.items() if name not in taken]
+        names = {activity_name(a) for a in rebuilt}
+        return [*(a for a in merged if activity_name(a) not in names), *rebuilt]

@@ -39,6 +39,7 @@ PINNED = {
     "DESCRIBE_TURN_ACTIVITY": "describe_turn",
     "ABANDON_BATCH_ACTIVITY": "abandon_batch",
     "READ_STAGE_ACTIVITY": "read_stage",
+    "WRITE_STAGE_ACTIVITY": "write_stage",
     "APPROVE_SIGNAL": "approve",
     "REJECT_SIGNAL": "reject",
     "DISPATCH_SIGNAL": "dispatch",

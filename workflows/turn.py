@@ -62,7 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
     from workflows.turn_dispatch import TurnDispatch
     from workflows.turn_console import details, publish
-    from workflows.read_stage import ReadStage
+    from workflows.stages import ReadStage, WriteStage, write_run
     from workflows.turn_gate import TurnGate, deferred
     from workflows.versions import Versions
     from workflows.turn_fitting import fitted
@@ -292,9 +292,12 @@ class AgentTurnWorkflow:
     # ------------------------------------------------------------ execution
     async def _execute(self) -> None:
         assert self._plan is not None
-        calls = self._plan.calls
+        calls, stages = self._plan.calls, self._plan.stages
         failed: PlannedCall | None = None  # the first unsafe call that failed
-        for number, stage in enumerate(self._plan.stages):
+        number = 0
+        while number < len(stages):
+            stage = stages[number]
+            number += 1
             if stage.parallel:
                 group = [calls[i] for i in stage.indices]
                 await self._run_parallel(group)
@@ -305,13 +308,21 @@ class AgentTurnWorkflow:
                     if (
                         self._runs_locally()
                         and len(group) >= COMMIT_AFTER_CALLS
-                        and number + 1 < len(self._plan.stages)
+                        and number < len(stages)
                     ):
                         await workflow.sleep(timedelta(milliseconds=1))
                 continue
             call = calls[stage.indices[0]]
             if failed is not None and call.early_result is None:
                 self._results[call.index] = skipped_result(call.call_id, call.name, failed.index, failed.name)
+                continue
+            run = write_run(self._plan, number - 1, self._dispatch) if self._versions.baseline else []
+            if len(run) >= 2 and self._recorded_bytes <= HISTORY_BUDGET_BYTES:
+                number += len(run) - 1
+                failed = await WriteStage(self, _describe_infrastructure_failure).run(run)
+                for c in run if failed is not None else ():  # not run: after the failed call
+                    if c.index not in self._results:
+                        self._results[c.index] = skipped_result(c.call_id, c.name, failed.index, failed.name)
                 continue
             result = await self._run_call(call)
             if result.is_error and failed is None:

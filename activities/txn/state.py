@@ -26,7 +26,7 @@ import os
 import stat
 import threading
 
-from activities.settings import SettingError, current
+from activities.settings import SettingError, current_value
 from activities.workspace.root import WorkspaceError
 from core.config import STATE_DIR_ENV
 
@@ -36,17 +36,28 @@ _lock = threading.Lock()
 _made: dict[tuple[str, str], str] = {}
 
 
+_bases: dict[tuple[str, str, str], str] = {}
+
+
 def state_base() -> str:
     """The folder holding every workspace's state (not created here)."""
     try:
-        raw = current().state_dir
+        raw = str(current_value("state_dir"))
     except SettingError as exc:
         raise WorkspaceError(str(exc)) from None
+    # Resolved once per setting: every write asks several times.
+    key = (raw, os.environ.get("XDG_STATE_HOME", ""), os.environ.get("HOME", ""))
+    hit = _bases.get(key)
+    if hit is not None:
+        return hit
     if raw:
-        return os.path.realpath(raw)
-    xdg = os.environ.get("XDG_STATE_HOME", "").strip()
-    home = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.realpath(os.path.join(home, "agent-tools"))
+        base = os.path.realpath(raw)
+    else:
+        xdg = key[1].strip()
+        home = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".local", "state")
+        base = os.path.realpath(os.path.join(home, "agent-tools"))
+    _bases[key] = base
+    return base
 
 
 def _inside(path: str, folder: str) -> bool:

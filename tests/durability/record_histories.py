@@ -152,6 +152,18 @@ SCENARIOS: dict[str, tuple[list[ToolCall], Policy | None]] = {
         ],
         Policy(mode="auto"),
     ),
+    # Consecutive writes and edits as one write_stage activity; the first error
+    # stops the run and the rest are skipped.
+    "baseline_write_stage": (
+        [
+            call(0, "write_file", path="new.txt", content="one\n"),
+            call(1, "edit_file", path="new.txt", old_string="one", new_string="two"),
+            call(2, "edit_file", path="new.txt", old_string="missing", new_string="x"),
+            call(3, "write_file", path="never.txt", content="skipped\n"),
+            call(4, "read_file", path="new.txt"),
+        ],
+        Policy(mode="auto"),
+    ),
     # No policy in the input: the worker's default (ask-writes) is part of the plan.
     "plan_default_policy": (
         [call(0, "read_file", path="app.py"), call(1, "glob", pattern="*.py")],

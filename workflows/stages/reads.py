@@ -36,7 +36,8 @@ with workflow.unsafe.imports_passed_through():
     from core.names import READ_STAGE_ACTIVITY, READ_STAGE_PATCH
     from workflows.versions import Versions
     from core.tools.formatting import cancelled_result
-    from workflows.activity_options import HEARTBEAT_TIMEOUT, LOCAL_START_TO_CLOSE, options_for
+    from workflows.activity_options import options_for
+    from workflows.stages.activity import call_request, run_stage_activity
 
 STAGE_CHUNK = 32
 
@@ -89,30 +90,13 @@ class ReadStage:
         return True
 
     def _request(self, call: PlannedCall) -> ToolRequest:
-        t = self._turn
-        return ToolRequest(
-            call_id=call.call_id,
-            tool=call.name,
-            workspace_root=t._turn.workspace.root,
-            arguments=t._arguments(call),
-            turn_id=t._turn.turn_id,
-        )
+        return call_request(self._turn._turn, call, self._turn._arguments(call))
 
     async def _execute(self, stage: ReadStageRequest) -> ReadStageResult:
         t = self._turn
         options = [options_for(r.tool) for r in stage.requests]
-        if t._runs_locally():
-            return await workflow.execute_local_activity(
-                READ_STAGE_ACTIVITY, stage, result_type=ReadStageResult,
-                start_to_close_timeout=LOCAL_START_TO_CLOSE, retry_policy=options[0].retry,
-            )
-        return await workflow.execute_activity(
-            READ_STAGE_ACTIVITY, stage, result_type=ReadStageResult,
-            task_queue=t._turn.workspace.task_queue,
-            start_to_close_timeout=max(o.start_to_close for o in options),
-            heartbeat_timeout=HEARTBEAT_TIMEOUT,
-            retry_policy=options[0].retry,
-        )
+        return await run_stage_activity(READ_STAGE_ACTIVITY, stage, ReadStageResult, t._turn, t._runs_locally(),
+                                        options, max(o.start_to_close for o in options))
 
     async def _chunk(self, chunk: list[PlannedCall]) -> None:
         t = self._turn
