@@ -84,7 +84,7 @@ def _parse(skeleton: str) -> list | J:
 
 
 def bashlex_check(skeleton: str, tokens: list[Token]) -> J | None:
-    trees = _parse(skeleton)
+    trees = _parse_one(skeleton)
     if isinstance(trees, J):
         return trees
     theirs: list = []
@@ -102,10 +102,24 @@ def bashlex_check(skeleton: str, tokens: list[Token]) -> J | None:
     return None
 
 
+def _parse_one(skeleton: str) -> list | J:
+    """``_parse`` for a command that should be one top-level node: bashlex's
+    ``parsesingle`` skips the search for further nodes that ``parse`` makes
+    after the first (a visitor class built and walked per call, ~15% of the
+    parse). When the node does not reach the end, the full parse decides."""
+    try:
+        tree = bashlex.parser.parsesingle(skeleton)
+    except Exception:  # noqa: BLE001 - the full parse reports it (fail closed there)
+        return _parse(skeleton)
+    if isinstance(tree, bashlex.ast.node) and tree.pos[1] == len(skeleton):
+        return [tree]  # the whole input (a heredoc's body would lie past the node's end)
+    return _parse(skeleton)
+
+
 def bashlex_check_plain(skeleton: str, words: list[Word]) -> J | None:
     """``bashlex_check`` for one command made of words only (the common case):
     bashlex must see one command whose plain words sit at the same spans."""
-    trees = _parse(skeleton)
+    trees = _parse_one(skeleton)
     if isinstance(trees, J):
         return trees
     if len(trees) != 1 or trees[0].kind != "command" or len(trees[0].parts) != len(words):

@@ -91,6 +91,13 @@ def test_hints_are_actionable() -> None:
     assert "quote the delimiter" in validate_command("cat <<EOF\n$(\nEOF").hint  # type: ignore[operator]
 
 
+def _parser_replaced(monkeypatch: pytest.MonkeyPatch, parse) -> None:  # type: ignore[no-untyped-def]
+    """bashlex as the validator calls it: ``parse``, and ``parsesingle`` for
+    a command of words only (its first node)."""
+    monkeypatch.setattr(shell_validator.bashlex, "parse", parse)
+    monkeypatch.setattr(shell_validator.bashlex.parser, "parsesingle", lambda s: parse(s)[0])
+
+
 @pytest.mark.parametrize(
     "exc",
     [bashlex.errors.ParsingError("boom", "x", 0), NotImplementedError("x"), AttributeError("x"),
@@ -100,18 +107,18 @@ def test_any_bashlex_exception_rejects(monkeypatch: pytest.MonkeyPatch, exc: Exc
     def boom(_: str) -> None:
         raise exc
 
-    monkeypatch.setattr(shell_validator.bashlex, "parse", boom)
+    _parser_replaced(monkeypatch, boom)
     v = validate_command("ls -la")
     assert v.verdict == "reject" and "could not be parsed" in v.reason and v.hint
 
 
 def test_bashlex_disagreement_rejects(monkeypatch: pytest.MonkeyPatch) -> None:
     real = bashlex.parse
-    monkeypatch.setattr(shell_validator.bashlex, "parse", lambda s: real(s + " extra"))
+    _parser_replaced(monkeypatch, lambda s: real(s + " extra"))
     assert validate_command("ls -la").verdict == "reject"
-    monkeypatch.setattr(shell_validator.bashlex, "parse", lambda s: real("ls; id"))
+    _parser_replaced(monkeypatch, lambda s: real("ls; id"))
     assert validate_command("ls -la").verdict == "reject"
-    monkeypatch.setattr(shell_validator.bashlex, "parse", lambda s: real("ls $x"))
+    _parser_replaced(monkeypatch, lambda s: real("ls $x"))
     assert validate_command("ls -la").verdict == "reject"
 
 
