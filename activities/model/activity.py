@@ -150,7 +150,7 @@ def classify(provider: str, exc: BaseException) -> ApplicationError | None:
     """The ApplicationError a model failure becomes; None: not a model API
     failure (a bug), let it propagate."""
     module = _PROVIDERS[provider]
-    if isinstance(exc, module.CONNECTION_ERRORS + _TRANSPORT_ERRORS):
+    if isinstance(exc, module.connection_errors() + _TRANSPORT_ERRORS):
         return ApplicationError(redact(f"cannot reach the model API: {exc}"), type=errors.CONNECTION_ERROR)
     details = module.error_details(exc)
     if details is None:

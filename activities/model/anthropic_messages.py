@@ -3,19 +3,31 @@ events (message_start, content_block_*, message_delta, message_stop)."""
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
+import importlib
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
-import anthropic
+if TYPE_CHECKING:
+    import anthropic
 
 from core.session.providers import anthropic_request, tools_for
 from core.session.contracts import ModelConfig, TranscriptEntry
 
-CONNECTION_ERRORS: tuple[type[BaseException], ...] = (anthropic.APIConnectionError,)
+
+
+def sdk() -> Any:
+    """The ``anthropic`` SDK, imported on first use: a worker that never calls
+    the model does not pay for the import (a few hundred milliseconds)."""
+    return importlib.import_module("anthropic")
+
+
+def connection_errors() -> tuple[type[BaseException], ...]:
+    return (sdk().APIConnectionError,)
 
 
 def make_client(api_key: str, base_url: str | None) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0,
-                                    timeout=anthropic.Timeout(300.0, connect=15.0))
+    sdk_ = sdk()
+    return sdk_.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0,
+                               timeout=sdk_.Timeout(300.0, connect=15.0))
 
 
 def request_arguments(config: ModelConfig, entries: list[TranscriptEntry]) -> dict[str, Any]:
@@ -46,7 +58,7 @@ async def stream_items(
 
 
 def error_details(exc: BaseException) -> tuple[int, str, str | None, dict[str, str]] | None:
-    if isinstance(exc, anthropic.APIStatusError):
+    if isinstance(exc, sdk().APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         err = body.get("error", {})
         message = (err.get("message") if isinstance(err, dict) else None) or str(exc)

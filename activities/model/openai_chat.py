@@ -5,20 +5,32 @@ OPENAI_BASE_URL (or the session's base URL) at it."""
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
+import importlib
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
 from core.session.providers import openai_messages, tools_for
 from core.session.contracts import ModelConfig, TranscriptEntry
 
-CONNECTION_ERRORS: tuple[type[BaseException], ...] = (openai.APIConnectionError,)
+
+
+def sdk() -> Any:
+    """The ``openai`` SDK, imported on first use: a worker that never calls
+    the model does not pay for the import (a few hundred milliseconds)."""
+    return importlib.import_module("openai")
+
+
+def connection_errors() -> tuple[type[BaseException], ...]:
+    return (sdk().APIConnectionError,)
 
 
 def make_client(api_key: str, base_url: str | None) -> openai.AsyncOpenAI:
     # The SDK's own retries are off: Temporal retries, visibly and durably.
-    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                              timeout=openai.Timeout(300.0, connect=15.0))
+    sdk_ = sdk()
+    return sdk_.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0,
+                            timeout=sdk_.Timeout(300.0, connect=15.0))
 
 
 def request_arguments(config: ModelConfig, entries: list[TranscriptEntry]) -> dict[str, Any]:
@@ -49,7 +61,7 @@ async def stream_items(
 
 def error_details(exc: BaseException) -> tuple[int, str, str | None, dict[str, str]] | None:
     """(status, message, code, headers) of an API error; None for others."""
-    if isinstance(exc, openai.APIStatusError):
+    if isinstance(exc, sdk().APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         err = body.get("error", body)
         message = (err.get("message") if isinstance(err, dict) else None) or str(exc)

@@ -8,9 +8,27 @@ The worker serving the queue must include ``McpSessionWorkflow`` (the
 snapshot store); ``runtime.worker.build_worker`` does.
 """
 
-from frontends.mcp.server import build_server
-from frontends.mcp.settings import McpSettings
-from frontends.mcp.transport import serve_http, serve_stdio
-from frontends.mcp.turns import McpTurns
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from frontends.mcp.server import build_server
+    from frontends.mcp.settings import McpSettings
+    from frontends.mcp.transport import serve_http, serve_stdio
+    from frontends.mcp.turns import McpTurns
 
 __all__ = ["McpSettings", "McpTurns", "build_server", "serve_http", "serve_stdio"]
+
+# Imported when first used: the `mcp` SDK takes ~0.5 s to import, and every
+# `agent-turn` command (its --help included) reads the settings module.
+_HOMES = {"build_server": "server", "McpSettings": "settings", "serve_http": "transport",
+          "serve_stdio": "transport", "McpTurns": "turns"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"frontends.mcp.{home}"), name)
