@@ -199,7 +199,7 @@ def _overhead_row(
     tuned = server == "tuned"
     return {
         "benchmark": f"turn, per sequential write_file ({execution} activities, {server} server{sandbox})",
-        "measured": f"{m['turn'] * 1000:.2f} ms/call (+{overhead_ms:.2f} ms over the floor)",
+        "measured": f"{m['turn'] * 1000:.2f} ms/call ({overhead_ms:+.2f} ms over the floor)",
         "baseline": f"floor: bare no-op {kind} activity {m['bare'] * 1000:.2f} ms/call",
         "ratio": round(m["turn"] / m["bare"], 2),
         "goal": (f"overhead over the floor <= {OVERHEAD_GOAL_MS:g} ms" if tuned
