@@ -26,8 +26,9 @@ class RollbackResult(BaseModel):
     conflicts: list[str] = Field(default_factory=list)  # changed since by someone else: left alone, listed
     not_restorable: list[str] = Field(default_factory=list)  # no pre-image kept (size caps)
     unchecked: list[str] = Field(default_factory=list)  # restored without a "changed since?" check
+    pruned: str = ""  # what retention removed of the turn's records: those changes cannot be rolled back
     text: str = ""
 
     @property
     def clean(self) -> bool:
-        return not (self.conflicts or self.not_restorable)
+        return not (self.conflicts or self.not_restorable or self.pruned)

@@ -73,7 +73,7 @@ def rollback(request: RollbackRequest, allowed_root: str | None = None) -> Rollb
     return RollbackResult(
         turn_id=request.turn_id, workspace_root=root, restored=report.restored, already=report.already,
         conflicts=report.conflicts, not_restorable=report.not_restorable, unchecked=report.unchecked,
-        text=report.text(),
+        pruned=report.pruned, text=report.text(),
     )
 
 

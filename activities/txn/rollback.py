@@ -22,6 +22,7 @@ from activities.txn.changeset import FILE, Change, Node, same
 from activities.txn.journal import KIND_FILES, PREVIEWED, PreImage, load_dir
 from activities.txn.apply import apply_changes
 from activities.txn import turn_log
+from activities.txn.retention import pruned_text
 from activities.txn.store import WorkspaceReader, call_folders, turn_dir
 from activities.workspace.paths import WorkspaceError
 
@@ -34,11 +35,16 @@ class RollbackReport:
     conflicts: list[str] = field(default_factory=list)  # changed since by someone else: left as they are
     not_restorable: list[str] = field(default_factory=list)  # no pre-image kept (size cap)
     unchecked: list[str] = field(default_factory=list)  # restored without a "changed since?" check
+    pruned: str = ""  # what retention removed of the turn's records (they cannot be rolled back)
 
     def text(self) -> str:
         if not (self.restored or self.already or self.conflicts or self.not_restorable):
+            if self.pruned:
+                return f"Turn {self.turn_id}: nothing rolled back: {self.pruned}."
             return f"Turn {self.turn_id}: no recorded file changes to roll back."
         parts = [f"Turn {self.turn_id}: restored {len(self.restored)} path(s)."]
+        if self.pruned:
+            parts.append(f"Not rolled back: {self.pruned}.")
         parts += [f"  restored {p}" for p in self.restored]
         if self.already:
             parts.append(f"{len(self.already)} path(s) were already in their state before the turn.")
@@ -141,4 +147,5 @@ def rollback_turn(root: str, turn_id: str) -> RollbackReport:
     report.already = applied.already
     report.conflicts = applied.conflicts + applied.refused + bad
     report.unchecked = [p for p in report.unchecked if p in applied.applied]
+    report.pruned = pruned_text(root, turn_id)
     return report

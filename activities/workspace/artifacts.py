@@ -38,6 +38,7 @@ from pathlib import Path
 
 from activities.txn import journal
 from activities.txn.overlay import remove_tree
+from activities.txn.retention import note_pruned, prune_notes
 from activities.settings import current as current_settings
 from activities.workspace.paths import ARTIFACTS_DIR, open_artifact
 from core.config import ARTIFACTS_MAX_AGE_ENV, ARTIFACTS_MAX_TOTAL_ENV, ToolSettings
@@ -151,6 +152,7 @@ def _prune_txn(root: str | os.PathLike[str], older_than: float) -> list[str]:
                 continue
             if os.lstat(folder).st_mtime >= older_than:
                 continue
+            note_pruned(os.path.realpath(root), os.path.basename(os.path.dirname(folder)), calls=1)
             remove_tree(folder)
             removed.append("txn/" + os.path.relpath(folder, os.path.dirname(os.path.dirname(folder))))
             try:
@@ -160,6 +162,7 @@ def _prune_txn(root: str | os.PathLike[str], older_than: float) -> list[str]:
         except OSError as exc:
             log.warning("could not delete transaction folder %s: %s", folder, exc)
     removed += _prune_turn_logs(root, older_than)
+    prune_notes(os.path.realpath(root), older_than)
     return removed
 
 
@@ -183,6 +186,7 @@ def _prune_turn_logs(root: str | os.PathLike[str], older_than: float) -> list[st
             log_file = os.path.join(folder, turn_log.LOG)
             if call_folders(folder) or not os.path.isfile(log_file) or os.lstat(log_file).st_mtime >= older_than:
                 continue
+            note_pruned(os.path.realpath(root), turn, log=True)
             remove_tree(folder)
             turn_log.forget(folder)
             removed.append(f"txn/{turn}")

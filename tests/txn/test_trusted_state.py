@@ -379,3 +379,24 @@ def test_retention_removes_a_turns_file_log_once_older_than_the_cut(workspace: P
     pruned = prune_artifacts(str(workspace))
     assert f"txn/{old.name}" in pruned.removed and not old.exists()
     assert Path(turn_dir(str(workspace), fresh_turn), "files.jsonl").exists()
+
+
+def test_a_rollback_after_retention_says_what_was_removed(workspace: Path) -> None:
+    """Retention removed the turn's records: the rollback must not claim the
+    turn changed nothing."""
+    import time
+
+    from activities.workspace.artifacts import prune_artifacts
+
+    assert not _write_in_turn(workspace, "a.txt", "x\n").is_error
+    old = Path(turn_dir(str(workspace), TURN))
+    week_ago = time.time() - 8 * 24 * 3600
+    os.utime(old / "files.jsonl", (week_ago, week_ago))
+    (workspace / ".agent-artifacts").mkdir()
+    assert f"txn/{old.name}" in prune_artifacts(str(workspace)).removed
+    report = rollback_turn(str(workspace), TURN)
+    assert report.restored == [] and "retention removed the write_file/edit_file records" in report.pruned
+    assert "no recorded file changes" not in report.text() and "cannot be rolled back" in report.text()
+    assert (workspace / "a.txt").read_text() == "x\n"
+    other = rollback_turn(str(workspace), TURN + "-never-ran")  # a turn retention never touched
+    assert other.pruned == "" and "no recorded file changes" in other.text()

@@ -78,3 +78,5 @@ def test_retention_deletes_only_the_txn_folders_journal_prunable_lists(workspace
     assert any(p.endswith(id_key("applied")) for p in pruned.removed), pruned
     assert not Path(call_dir(root, "old-turn", "applied")).exists()
     assert Path(call_dir(root, "old-turn", "journaled"), "manifest.json").exists()  # a retry still needs it
+    # A rollback of that turn says what retention removed instead of "no changes".
+    assert "1 bash call record(s)" in txn.rollback(root, "old-turn").pruned
