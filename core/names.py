@@ -45,6 +45,7 @@ READ_STAGE_ACTIVITY = "read_stage"  # a parallel stage of reads as one activity
 APPROVE_SIGNAL = "approve"
 REJECT_SIGNAL = "reject"
 DISPATCH_SIGNAL = "dispatch"  # turn: one streamed call of an open batch
+DISPATCH_CALLS_SIGNAL = "dispatch_calls"  # turn: several streamed calls that closed together
 SEND_SIGNAL = "send"  # session: the user's next message
 CLOSE_SIGNAL = "close"  # session: finish after the current turn
 DECIDE_UPDATE = "decide"  # turn: approve or reject, answered

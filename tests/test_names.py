@@ -43,6 +43,7 @@ PINNED = {
     "APPROVE_SIGNAL": "approve",
     "REJECT_SIGNAL": "reject",
     "DISPATCH_SIGNAL": "dispatch",
+    "DISPATCH_CALLS_SIGNAL": "dispatch_calls",
     "SEND_SIGNAL": "send",
     "CLOSE_SIGNAL": "close",
     "DECIDE_UPDATE": "decide",
@@ -77,7 +78,7 @@ def test_the_workflows_answer_to_the_pinned_names() -> None:
     session = workflow._Definition.must_from_class(AgentSessionWorkflow)
     rollback = workflow._Definition.must_from_class(TurnRollbackWorkflow)
     assert (turn.name, session.name, rollback.name) == (names.TURN_WORKFLOW, names.SESSION_WORKFLOW, names.ROLLBACK_WORKFLOW)
-    assert set(turn.signals) == {names.APPROVE_SIGNAL, names.REJECT_SIGNAL, names.DISPATCH_SIGNAL}
+    assert set(turn.signals) == {names.APPROVE_SIGNAL, names.REJECT_SIGNAL, names.DISPATCH_SIGNAL, names.DISPATCH_CALLS_SIGNAL}
     assert set(turn.updates) == {names.DECIDE_UPDATE, names.CLOSE_BATCH_UPDATE}
     assert set(turn.queries) == {names.STATUS_QUERY}
     assert set(session.signals) == {names.SEND_SIGNAL, names.CLOSE_SIGNAL, names.APPROVE_SIGNAL, names.REJECT_SIGNAL}

@@ -22,7 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_SIGNAL, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
     from activities.plan import PlanRequest
     from core.contracts import (
         ApprovalDecision,
@@ -59,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
     from core.turn.limits import MAX_CALLS_PER_TURN
     from workflows.turn_preview import TurnPreviews
     from workflows.activity_options import LOCAL_START_TO_CLOSE, ToolActivityOptions, options_for
-    from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall
+    from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall, DispatchedCalls
     from workflows.turn_dispatch import TurnDispatch
     from workflows.turn_console import details, publish
     from workflows.stages import ReadStage, WriteStage, write_run
@@ -534,6 +534,11 @@ class AgentTurnWorkflow:
             workflow.logger.warning("ignored dispatch: turn %s is not an open batch", self._turn.turn_id)
             return
         self._dispatch.on_dispatch(call)
+
+    @workflow.signal(name=DISPATCH_CALLS_SIGNAL)
+    def dispatch_calls(self, batch: DispatchedCalls) -> None:
+        for call in batch.calls:
+            self.dispatch(call)
 
     @workflow.update(name=CLOSE_BATCH_UPDATE)
     def close_batch(self, close: BatchClose) -> ClosedBatch:

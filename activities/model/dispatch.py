@@ -22,8 +22,8 @@ from temporalio import activity
 from temporalio.client import Client
 
 from core.contracts import ToolCall
-from core.names import ABANDON_BATCH_ACTIVITY, CLOSE_BATCH_UPDATE, DISPATCH_SIGNAL
-from core.turn.early_dispatch import AbandonRequest, BatchClose, ClosedBatch, DispatchedCall
+from core.names import ABANDON_BATCH_ACTIVITY, CLOSE_BATCH_UPDATE, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL
+from core.turn.early_dispatch import AbandonRequest, BatchClose, ClosedBatch, DispatchedCall, DispatchedCalls
 from core.session.stream_assembly import AssembledCall
 
 
@@ -45,6 +45,7 @@ class StreamDispatcher:
         self._queue: asyncio.Queue[DispatchedCall | None] = asyncio.Queue()
         self._sender = asyncio.create_task(self._send_all())
         self.sent = 0
+        self.signals = 0  # fewer than sent when calls closed together
 
     @classmethod
     def for_activity(cls, turn_id: str | None, provider: str) -> "StreamDispatcher | None":
@@ -58,12 +59,23 @@ class StreamDispatcher:
         self._queue.put_nowait(DispatchedCall(attempt=self._attempt, position=call.position, call=tool_call))
 
     async def _send_all(self) -> None:
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                return
-            await self._handle.signal(DISPATCH_SIGNAL, item)
-            self.sent += 1
+        done = False
+        while not done:
+            batch = [await self._queue.get()]
+            # What closed while the last signal was on its way goes together:
+            # one history event for the lot instead of one per call.
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            if batch[-1] is None:  # the end (close() puts it last)
+                batch.pop()
+                done = True
+            calls = [c for c in batch if c is not None]
+            if len(calls) == 1:
+                await self._handle.signal(DISPATCH_SIGNAL, calls[0])
+            elif calls:
+                await self._handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(calls=calls))
+            self.sent += len(calls)
+            self.signals += 1 if calls else 0
 
     async def close(self, calls: list[ToolCall], abandon: bool = False) -> ClosedBatch:
         """Send what is queued, then the whole response; the merged batch.

@@ -57,6 +57,13 @@ class DispatchedCall(BaseModel):
     call: ToolCall
 
 
+class DispatchedCalls(BaseModel):
+    """Calls that closed while the previous signal was on its way (signal
+    ``dispatch_calls``): one history event for all of them."""
+
+    calls: list[DispatchedCall]
+
+
 class BatchClose(BaseModel):
     """The complete response's calls (update ``close_batch``)."""
 

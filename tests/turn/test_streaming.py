@@ -70,7 +70,7 @@ async def test_a_read_starts_while_streaming_and_the_rest_waits_for_the_whole_ba
     # The whole batch waited for one approval of the write; only the first read had run.
     assert seen_at_approval == {"reads": 1, "writes": 0, "pending": ["write_file"]}
     close = first(events, "update", "close_batch")
-    dispatches = [e for e in events if e.kind == "signal" and e.name == "dispatch"]
+    dispatches = [e for e in events if e.kind == "signal" and e.name in ("dispatch", "dispatch_calls")]
     reads = tool_runs(events, "read_file")
     (write,) = tool_runs(events, "write_file")
     # The last call closes with the end of the stream: its dispatch may be
@@ -235,7 +235,7 @@ async def test_malformed_and_truncated_arguments_go_through_repair_and_validatio
     assert view.state == SessionState.WAITING_FOR_USER
     # Only the well-formed call was handed over while streaming (the other
     # two never closed as valid JSON); each read ran once.
-    dispatches = [e for e in events if e.kind == "signal" and e.name == "dispatch"]
+    dispatches = [e for e in events if e.kind == "signal" and e.name in ("dispatch", "dispatch_calls")]
     assert len(dispatches) <= 1 and len(tool_runs(events, "read_file")) == 2
     assert [r.status.value for r in result.results] == ["ok", "ok", "error"]
     assert "beta" in result.results[1].output
@@ -286,3 +286,41 @@ async def test_cancelling_mid_stream_records_the_call_that_ran(
         result = await sessions.cancel(client, sid)
     assert result.state == SessionState.CANCELLED and "read_file: ok" in result.message
     assert not (workspace / "b.txt").exists()
+
+
+async def test_calls_that_close_together_go_in_one_signal_and_each_runs_once(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """The model activity's sender: what closed while a signal was on its
+    way goes in the next one (one history event for the lot)."""
+    from activities.model.dispatch import StreamDispatcher
+    from core.session.stream_assembly import AssembledCall
+
+    for i in range(8):
+        (workspace / f"f{i}.txt").write_text(f"file {i}\n")
+    turn = TurnInput(
+        turn_id=f"turn-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
+        tool_calls=[], open_batch=True,
+    )
+    calls = [AssembledCall(position=i, id=f"c{i}", name="read_file", raw_arguments=f'{{"path": "f{i}.txt"}}')
+             for i in range(8)]
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await client.start_workflow(
+            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
+        )
+        sender = StreamDispatcher(client, turn.turn_id, "openai", attempt=1)
+        for c in calls:  # all close at once, as when a fast stream ends a burst of calls
+            sender.closed(c)
+        await asyncio.sleep(0)  # the sender takes the first and signals it; the rest queue up
+        while sender.sent < len(calls):
+            await asyncio.sleep(0.01)
+        closed = await sender.close([ToolCall(id=c.id, name=c.name, arguments=c.raw_arguments) for c in calls])
+        result = await handle.result()
+        events = await turn_events(client, turn.turn_id)
+    signals = [e for e in events if e.kind == "signal"]
+    assert sender.sent == 8 and sender.signals == len(signals) < 8, [e.name for e in signals]
+    assert {e.name for e in signals} <= {"dispatch", "dispatch_calls"} and "dispatch_calls" in {e.name for e in signals}
+    assert [c.id for c in closed.calls] == [f"c{i}" for i in range(8)]
+    assert [r.status.value for r in result.results] == ["ok"] * 8
+    assert all(f"file {i}" in result.results[i].output for i in range(8))
+    assert len(tool_runs(events, "read_file")) <= 8  # none twice (early ones may share a stage)
