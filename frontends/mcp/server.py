@@ -108,13 +108,8 @@ class McpFrontend:
                 )
                 return False
             if can_elicit:
-                try:
-                    answer = await ctx.session.elicit_form(text, DECISION_SCHEMA, related_request_id=ctx.request_id)
-                except Exception as exc:  # noqa: BLE001 - the client could not ask: fall back to waiting
-                    log.warning("elicitation for %s failed (%s); waiting for a decision elsewhere", turn_id, exc)
-                else:
-                    await self._apply(ctx, turn_id, progress.batch_digest, answer)
-                    return True
+                await self._ask_or_wait(ctx, turn_id, progress, text)
+                return True
             await self._wait_elsewhere(ctx, turn_id, progress)
             return True
 
@@ -124,6 +119,31 @@ class McpFrontend:
         if finished.result is None:
             return failed_result(turn_id, finished.failure or f"turn {turn_id} ended without a result")
         return call_result(finished.result)
+
+    async def _ask_or_wait(self, ctx: ServerRequestContext[Any], turn_id: str, progress: TurnProgress,
+                           text: str) -> None:
+        """Handshake era: ask the client (elicitation/create) and, at the same
+        time, wait as without it: a decision made elsewhere (Web UI, CLI) or
+        the approval timeout ends the wait even when the client never answers."""
+        ask = asyncio.ensure_future(
+            ctx.session.elicit_form(text, DECISION_SCHEMA, related_request_id=ctx.request_id)
+        )
+        elsewhere = asyncio.ensure_future(self._wait_elsewhere(ctx, turn_id, progress))
+        try:
+            done, _ = await asyncio.wait({ask, elsewhere}, return_when=asyncio.FIRST_COMPLETED)
+            if ask in done:
+                exc = ask.exception()
+                if exc is None:
+                    elsewhere.cancel()
+                    await self._apply(ctx, turn_id, progress.batch_digest, ask.result())
+                    return
+                # The client could not ask: keep waiting for a decision elsewhere.
+                log.warning("elicitation for %s failed (%s); waiting for a decision elsewhere", turn_id, exc)
+            await elsewhere
+        finally:
+            for task in (ask, elsewhere):
+                task.cancel()
+            await asyncio.gather(ask, elsewhere, return_exceptions=True)
 
     async def _until_decided(self, turn_id: str) -> None:
         """The end of a turn whose client was asked to retry with a decision;

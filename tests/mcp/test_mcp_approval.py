@@ -161,3 +161,54 @@ async def test_an_input_required_call_never_retried_is_rejected_after_the_timeou
     assert result.status.value == "rejected"
     assert "no decision within 3 s" in result.results[0].output
     assert not (workspace / "p.txt").exists()
+
+
+class Silent:
+    """A person who never answers the approval request (the form stays open)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked += 1
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
+async def test_an_approval_request_never_answered_is_rejected_after_the_timeout(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    """Handshake era: elicitation/create went out and no answer ever comes.
+    The call must end with the approval timeout's rejection, not hang."""
+    silent = Silent()
+    async with stdio_client(
+        client, workspace, task_queue, "--approval-timeout", "3", mode="legacy", elicitation_callback=silent
+    ) as mcp:
+        result = await asyncio.wait_for(mcp.call_tool("write_file", {"path": "w.txt", "content": "1"}), 60)
+    assert silent.asked == 1
+    assert result.is_error and result.structured_content["status"] == "denied", text(result)
+    assert "no decision within 3 s" in text(result)
+    assert not (workspace / "w.txt").exists()
+
+
+async def test_a_decision_made_elsewhere_ends_an_open_approval_request(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    """Handshake era: while the client's form is open, someone approves in
+    the Web UI or the CLI; the call goes on at once."""
+    silent = Silent()
+    turns = TurnClient(client)
+    async with stdio_client(client, workspace, task_queue, mode="legacy", elicitation_callback=silent) as mcp:
+        call = asyncio.ensure_future(mcp.call_tool("write_file", {"path": "e.txt", "content": "2"}))
+        paused: list[dict[str, Any]] = []
+        for _ in range(600):
+            paused = [t for t in await turns.pending() if t["task_queue"] == task_queue and t["stuck"] is None]
+            if silent.asked and paused:
+                break
+            await asyncio.sleep(0.05)
+        assert paused, "the turn never paused"
+        await turns.decide(paused[0]["turn_id"], approve=True, approver="web-ui", reason="looked fine",
+                           digest=paused[0]["batch_digest"])
+        result = await asyncio.wait_for(call, 60)
+    assert not result.is_error, text(result)
+    assert (workspace / "e.txt").read_text() == "2"
