@@ -4,7 +4,8 @@ The SDK (mcp 2.3) defines the 2025-11-25 task types but dispatches none of
 the task methods, so this middleware serves them on handshake-era
 connections: ``tools/call`` with ``task`` starts the turn and answers
 ``CreateTaskResult`` at once; ``tasks/get``, ``tasks/result`` and
-``tasks/cancel`` read and drive the turn.
+``tasks/cancel`` read and drive the turn; ``tasks/list`` pages through this
+server's turns, read from Temporal's visibility store.
 
 The task id is the turn's workflow id and everything a task answer says is
 read from Temporal (the workflow's status and memo, its result), so any
@@ -19,6 +20,7 @@ or was terminated, cancelled when it was cancelled (``tasks/cancel``).
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 from datetime import datetime, timezone
 from typing import Any
@@ -28,11 +30,12 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest, ListWorkflowExecutionsRequest
 from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.contracts import TurnStatus
+from core.names import TURN_WORKFLOW
 from core.tools.specs import TOOLS
 from frontends.mcp.approval import where_to_decide
 from frontends.mcp.turns import NotConnected
@@ -42,7 +45,8 @@ log = logging.getLogger("agent-tools.mcp")
 TASKS_VERSION = "2025-11-25"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 POLL_INTERVAL_MS = 500
-CAPABILITY = {"list": None, "cancel": {}, "requests": {"tools": {"call": {}}}}
+CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+LIST_PAGE = 20
 
 _TERMINAL = {
     WorkflowExecutionStatus.COMPLETED: "completed",
@@ -91,6 +95,8 @@ class TaskMiddleware:
             return await self._result(ctx, self._task_id(params))
         if method == "tasks/cancel":
             return await self._cancel(self._task_id(params))
+        if method == "tasks/list":
+            return await self._list(params.get("cursor"))
         return await call_next(ctx)
 
     def _task_id(self, params: dict[str, Any]) -> str:
@@ -180,6 +186,35 @@ class TaskMiddleware:
         result = await self.frontend._wait(ctx, turn_id)
         data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         data.setdefault("_meta", {})[RELATED_TASK] = {"taskId": turn_id}
+        return data
+
+    async def _list(self, cursor: Any) -> dict[str, Any]:
+        """One page of this server's turns as tasks. The cursor is the
+        visibility store's page token (opaque to the client)."""
+        try:
+            token = base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True) if cursor else b""
+        except (AttributeError, ValueError, UnicodeEncodeError):
+            raise MCPError(types.INVALID_PARAMS, f"bad cursor {cursor!r}: pass the nextCursor of the last page") from None
+        try:
+            await self.turns.ready()
+        except NotConnected as exc:
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        client = self.turns.client
+        prefix = self.turns.settings.turn_prefix.replace("\\", "").replace('"', "")
+        response = await client.workflow_service.list_workflow_executions(ListWorkflowExecutionsRequest(
+            namespace=client.namespace, page_size=LIST_PAGE, next_page_token=token,
+            query=f'WorkflowType="{TURN_WORKFLOW}" AND WorkflowId STARTS_WITH "{prefix}"',
+        ))
+        tasks = [await self._task(e.execution.workflow_id) for e in response.executions
+                 if self.turns.owns(e.execution.workflow_id)]
+        page = types.ListTasksResult(
+            tasks=[types.Task(**t.model_dump(exclude={"meta"})) for t in tasks],
+            next_cursor=base64.urlsafe_b64encode(response.next_page_token).decode("ascii")
+            if response.next_page_token else None,
+        )
+        data = page.model_dump(by_alias=True, mode="json", exclude_none=True)
+        for task in data["tasks"]:
+            task.setdefault("ttl", None)
         return data
 
     async def _cancel(self, turn_id: str) -> dict[str, Any]:

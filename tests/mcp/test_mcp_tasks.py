@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import pytest
 from temporalio.client import Client
 
 from tests.mcp.support import RawStdio, mcp_args, stdio_client
@@ -121,3 +122,42 @@ async def test_task_cancel_cancels_the_turn(
             raise AssertionError("a foreign workflow id was answered as a task")
     finally:
         raw.close()
+
+
+async def test_tasks_list_pages_through_this_servers_turns_only(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None, tmp_path: Path
+) -> None:
+    raw = await _server(client, workspace, task_queue, tmp_path, "--policy", "auto")
+    try:
+        created = []
+        for i in range(23):  # more than one page
+            created.append((await raw.call("tools/call", {
+                "name": "read_file", "arguments": {"path": f"missing-{i}.txt"}, "task": {},
+            }))["task"]["taskId"])
+        for task_id in created:
+            await _wait_status(raw, task_id, {"completed"})
+        seen: list[dict[str, Any]] = []
+        cursor = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the visibility store lags a little behind the turns
+            seen, cursor, pages = [], None, 0
+            while True:
+                page = await raw.call("tasks/list", {"cursor": cursor} if cursor else {})
+                pages += 1
+                seen += page["tasks"]
+                cursor = page.get("nextCursor")
+                if not cursor:
+                    break
+            if {t["taskId"] for t in seen} >= set(created):
+                break
+            await asyncio.sleep(0.5)
+        assert pages >= 2 and {t["taskId"] for t in seen} == set(created), (pages, len(seen))
+        assert all(t["status"] == "completed" and "ttl" in t for t in seen)
+        with pytest.raises(RuntimeError, match="bad cursor"):
+            await raw.call("tasks/list", {"cursor": "%%%"})
+    finally:
+        raw.close()
+    # The official client sends tasks/list too.
+    async with stdio_client(client, workspace, task_queue, mode="legacy") as mcp:
+        listed = await mcp.session.send_request(types.ListTasksRequest(), types.ListTasksResult)
+    assert {t.task_id for t in listed.tasks} <= set(created) and len(listed.tasks) == 20
