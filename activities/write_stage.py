@@ -25,6 +25,7 @@ and reports the failed call as before.
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any, Awaitable, Callable, Iterator, Mapping
 
 from pydantic import BaseModel
@@ -109,12 +110,17 @@ async def run_stage(tools: Mapping[str, ToolFunction], stage: WriteStageRequest)
     return WriteStageResult(results=run.results)
 
 
-def run_stage_here(tools: Mapping[str, HereFunction], stage: WriteStageRequest) -> WriteStageResult:
+def run_stage_here(tools: Mapping[str, HereFunction], stage: WriteStageRequest,
+                   stop: threading.Event | None = None) -> WriteStageResult:
     """The same, in the calling thread: one hop off the event loop for the
-    whole run instead of one per call."""
+    whole run instead of one per call. ``stop`` (the activity was cancelled:
+    the turn is being cancelled) ends the run before its next call; a thread
+    cannot be interrupted, but no write starts after the cancellation."""
     _check(tools, stage)
     run = _Run(stage)
     for number, request, key in run.calls():
+        if stop is not None and stop.is_set():
+            break
         try:
             result = tools[request.tool](request)
         except Exception as exc:
@@ -144,7 +150,12 @@ def build_write_stage_activity(activities: list[Callable[..., Any]]) -> Callable
     @activity.defn(name=WRITE_STAGE_ACTIVITY)
     async def write_stage(stage: WriteStageRequest) -> WriteStageResult:
         if set(here) >= {r.tool for r in stage.requests}:
-            return await _heartbeating(asyncio.ensure_future(asyncio.to_thread(run_stage_here, here, stage)))
+            stop = threading.Event()
+            try:
+                return await _heartbeating(asyncio.ensure_future(asyncio.to_thread(run_stage_here, here, stage, stop)))
+            except BaseException:  # cancelled (or the worker shuts down): no further write starts
+                stop.set()
+                raise
         return await run_stage(tools, stage)  # a tool replaced by one that runs on the loop
 
     return write_stage

@@ -92,3 +92,24 @@ async def test_a_retried_run_writes_nothing_twice(client: Client, workspace: Pat
     attempts = [e.activity_task_started_event_attributes.attempt for e in history.events
                 if e.HasField("activity_task_started_event_attributes")]
     assert attempts == [2]  # one stage activity, which succeeded on its second attempt
+
+
+def test_a_cancelled_run_starts_no_further_write() -> None:
+    """The run's thread cannot be interrupted, but once the activity is
+    cancelled (the turn is being cancelled) no write after the current one
+    starts."""
+    import threading
+
+    from activities.write_stage import WriteStageRequest, run_stage_here
+
+    stop = threading.Event()
+    ran: list[str] = []
+
+    def tool(request: ToolRequest) -> ToolResult:
+        ran.append(request.call_id)
+        stop.set()  # the cancellation arrives while the first write runs
+        return ToolResult.ok(request.call_id, request.tool, "wrote")
+
+    requests = [ToolRequest(call_id=f"c{i}", tool="write_file", workspace_root="/ws", arguments={}) for i in range(3)]
+    result = run_stage_here({"write_file": tool}, WriteStageRequest(requests=requests, keys=["a", "b", "c"]), stop)
+    assert ran == ["c0"] and [r.tool_call_id for r in result.results] == ["c0"]
