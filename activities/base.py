@@ -31,6 +31,7 @@ MAX_OUTPUT_CHARS = 40_000
 HARD_OUTPUT_CHARS = 256_000
 
 A = TypeVar("A", bound=ToolArgs)
+T = TypeVar("T")
 SyncTool = Callable[[ToolRequest, A], ToolResult]
 AsyncTool = Callable[[ToolRequest, A], Awaitable[ToolResult]]
 AsyncToolFunction = Callable[[ToolRequest], Awaitable[ToolResult]]  # a tool activity function
@@ -47,6 +48,19 @@ def parse_request_args(request: ToolRequest) -> ToolArgs | ToolResult:
 
 
 HEARTBEAT_EVERY_S = 2.0
+
+
+async def in_thread_heartbeating(work: Callable[[], T], every_s: float = 1.0) -> T:
+    """``work()`` in a thread while the activity heartbeats every ``every_s``:
+    with a heartbeat timeout a lost worker is noticed in seconds, and the
+    (idempotent) retry finishes the job. Local activities do not heartbeat."""
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=every_s)
+        if done:
+            return task.result()
+        if activity.in_activity() and not activity.info().is_local:
+            activity.heartbeat()
 
 
 async def _heartbeat_forever() -> None:

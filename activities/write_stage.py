@@ -24,7 +24,6 @@ and reports the failed call as before.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import Any, Awaitable, Callable, Iterator, Mapping
 
@@ -32,7 +31,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.base import stage_tools
+from activities.base import in_thread_heartbeating, stage_tools
 from core.contracts import Snapshot, ToolRequest, ToolResult
 from core.names import WRITE_STAGE_ACTIVITY
 from core.tools.specs import EDIT_FILE, WRITE_FILE
@@ -42,7 +41,6 @@ CALL_FAILED = "WriteStageCallFailed"
 
 ToolFunction = Callable[[ToolRequest], Awaitable[ToolResult]]
 HereFunction = Callable[[ToolRequest], ToolResult]
-HEARTBEAT_EVERY_S = 1.0
 
 
 class WriteStageRequest(BaseModel):
@@ -130,15 +128,6 @@ def run_stage_here(tools: Mapping[str, HereFunction], stage: WriteStageRequest,
     return WriteStageResult(results=run.results)
 
 
-async def _heartbeating(work: asyncio.Future[WriteStageResult]) -> WriteStageResult:
-    while True:
-        done, _ = await asyncio.wait({work}, timeout=HEARTBEAT_EVERY_S)
-        if done:
-            return work.result()
-        if activity.in_activity() and not activity.info().is_local:
-            activity.heartbeat()
-
-
 def build_write_stage_activity(activities: list[Callable[..., Any]]) -> Callable[..., Any]:
     """The stage activity over the write tools among ``activities`` (by
     activity name), so it runs whatever the worker registered for them."""
@@ -152,7 +141,7 @@ def build_write_stage_activity(activities: list[Callable[..., Any]]) -> Callable
         if set(here) >= {r.tool for r in stage.requests}:
             stop = threading.Event()
             try:
-                return await _heartbeating(asyncio.ensure_future(asyncio.to_thread(run_stage_here, here, stage, stop)))
+                return await in_thread_heartbeating(lambda: run_stage_here(here, stage, stop))
             except BaseException:  # cancelled (or the worker shuts down): no further write starts
                 stop.set()
                 raise

@@ -21,7 +21,7 @@ from temporalio import activity
 
 from activities.bash import attempts as bash_txn
 from activities.txn import api as txn
-from activities.base import _check_root, tool_activity
+from activities.base import _check_root, in_thread_heartbeating, tool_activity
 from activities.bash.tool import run_bash_preview
 from activities.txn.preview import discard_preview
 from activities.workspace.paths import WorkspaceError, workspace_root
@@ -31,19 +31,6 @@ from core.names import APPLY_JOURNAL_ACTIVITY, BASH_PREVIEW_ACTIVITY, DISCARD_PR
 from core.txn_contracts import RollbackRequest, RollbackResult
 
 ROLLBACK_HEARTBEAT_EVERY_S = 1.0  # well inside the workflow's heartbeat timeout
-
-
-async def _heartbeating(work: Callable[[], Any]) -> Any:
-    """``work`` in a thread while the activity heartbeats: with a heartbeat
-    timeout a lost worker is noticed in seconds and the (idempotent) retry
-    finishes the job."""
-    task = asyncio.ensure_future(asyncio.to_thread(work))
-    while True:
-        done, _ = await asyncio.wait({task}, timeout=ROLLBACK_HEARTBEAT_EVERY_S)
-        if done:
-            return task.result()
-        if not activity.info().is_local:
-            activity.heartbeat()
 
 
 def apply_journal(request: ToolRequest) -> ToolResult:
@@ -83,7 +70,7 @@ def build_txn_activities(workspace_root_: str | None = None) -> list[Callable[..
         from temporalio.exceptions import ApplicationError
 
         try:
-            return await _heartbeating(lambda: rollback(request, workspace_root_))
+            return await in_thread_heartbeating(lambda: rollback(request, workspace_root_), ROLLBACK_HEARTBEAT_EVERY_S)
         except RollbackRefused as exc:
             raise ApplicationError(str(exc), type="RollbackRefused", non_retryable=True) from None
 
@@ -100,7 +87,7 @@ def build_txn_activities(workspace_root_: str | None = None) -> list[Callable[..
         refused = _check_root(request, workspace_root_)
         if refused is not None:
             return refused
-        result = await _heartbeating(lambda: apply_journal(request))
+        result = await in_thread_heartbeating(lambda: apply_journal(request), ROLLBACK_HEARTBEAT_EVERY_S)
         result.metadata["apply_attempt"] = str(activity.info().attempt)
         return result
 

@@ -31,7 +31,7 @@ from activities.txn import journal
 from activities.txn import overlay
 from activities.settings import current as current_settings
 from activities.txn.changeset import read_only_refusal, size_refusal, summary
-from activities.txn.effects import digest as effect_digest, judge
+from activities.txn.effects import judge
 from core.contracts import EffectGate
 from core.turn.effects import Effects
 from activities.txn.preview import Preview, apply_preview, make_preview
@@ -186,8 +186,8 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
 
 def _gated(cap: overlay.Capture, scan: overlay.Scan, result: dict, effects: Effects, gate: EffectGate,
            skipped: str) -> TxnResult:
-    meta = _meta("gated", gate_reason=effects.reason(gate.mode), gate_digest=effect_digest(scan.changeset),
-                 txn_digest=scan.changeset.digest(),
+    kept = scan.changeset.digest()  # what the person approves, and what an approval applies
+    meta = _meta("gated", gate_reason=effects.reason(gate.mode), gate_digest=kept, txn_digest=kept,
                  changed_files=str(len(scan.changeset.changes)),
                  gate_destructive="true" if effects.destructive else "")
     # Kept with the command's result, so a retry shows the same pause.

@@ -6,8 +6,6 @@ the workspace's symlinks) and judge a captured changeset with
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 
 from activities.txn.changeset import FILE, Changeset
@@ -57,11 +55,3 @@ def judge(cap: Capture, changeset: Changeset, gate: EffectGate) -> Effects:
         return classify(changeset.changes, rules, kept, current)
     finally:
         reader.close()
-
-
-def digest(changeset: Changeset) -> str:
-    """What a person approves at a call: the exact changes (paths, kinds, modes, content hashes)."""
-    body = json.dumps([[c.path, c.to_json()["old"], c.to_json()["new"]] for c in changeset.changes],
-                      sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(body.encode()).hexdigest()
-

@@ -10,11 +10,11 @@ once they are ``NOTE_KEEP_FACTOR`` times older than the cut that made them.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from activities.txn.state import id_key, state_folder
+from activities.txn.store import read_json, write_json_durably
 from core.config import ARTIFACTS_MAX_AGE_ENV
 
 PRUNED_DIR = "pruned"
@@ -33,16 +33,12 @@ def note_pruned(root: str, turn_key: str, *, calls: int = 0, log: bool = False) 
     note["calls"] = int(note.get("calls", 0)) + calls
     note["log"] = bool(note.get("log")) or log
     note["at"] = time.time()
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(note, fh)
-    os.replace(tmp, path)
+    write_json_durably(path, note)
 
 
 def read_note(path: str) -> dict | None:
     try:
-        with open(path, encoding="utf-8") as fh:
-            note = json.load(fh)
+        note = read_json(path)
     except (OSError, ValueError):
         return None
     return note if isinstance(note, dict) else None

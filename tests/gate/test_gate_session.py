@@ -4,31 +4,19 @@ rejecting by a signal to the session both reach the turn."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from temporalio.client import Client
 
 from core.contracts import ApprovalDecision
-from core.session.contracts import SessionView
 from runtime import session_api as sessions
 from runtime.worker import build_worker
 from tests.model_server import Reply, ScriptedModelServer, tool
-from tests.session.test_session_support import model_server  # noqa: F401  (fixture)
+from tests.session.test_session_support import model_server, session_paused  # noqa: F401  (fixture)
 from tests.txn.support.helpers import needs_overlay
 from workflows.session import AgentSessionWorkflow
 
 pytestmark = needs_overlay
-
-
-async def _paused(client: Client, sid: str) -> SessionView:
-    for _ in range(1200):
-        view = await sessions.session_status(client, sid)
-        if view.waiting_for_approval:
-            return view
-        assert not view.state.ended, view
-        await asyncio.sleep(0.05)
-    raise AssertionError("the session's turn never paused")
 
 
 async def test_pause_at_a_call_in_a_session(
@@ -44,11 +32,11 @@ async def test_pause_at_a_call_in_a_session(
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
         sid = await sessions.start_session(client, workspace=workspace, task_queue=task_queue, provider="openai",
                                            model="scripted", prompt="go", policy="ask-writes")
-        view = await _paused(client, sid)
+        view = await session_paused(client, sid)
         assert "one.txt" in view.pending[0].reason and "+1" in view.pending[0].preview
         assert not (workspace / "one.txt").exists()
         await sessions.approve(client, sid, approver="alice")
-        view = await _paused(client, sid)
+        view = await session_paused(client, sid)
         assert "two.txt" in view.pending[0].reason
         await client.get_workflow_handle(sid).signal(  # forwarded with the call's own digest
             AgentSessionWorkflow.reject, ApprovalDecision(batch_digest=view.current_batch_digest or "", approver="bob")

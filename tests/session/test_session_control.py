@@ -12,10 +12,10 @@ from temporalio.client import Client
 
 from core.session import provider_errors as errors
 from core.contracts import ApprovalDecision
-from core.session.contracts import SessionLimits, SessionState, SessionView
+from core.session.contracts import SessionLimits, SessionState
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, context_too_long, rate_limited, server_error, tool, unauthorized
-from tests.session.test_session_support import model_server  # noqa: F401  (fixture)
+from tests.session.test_session_support import model_server, session_paused  # noqa: F401  (fixture)
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
 from tests.txn.support.helpers import written
@@ -82,16 +82,6 @@ async def test_a_missing_key_ends_the_session_before_any_request(
     assert model_server.requests == []
 
 
-async def _paused(client: Client, sid: str) -> SessionView:
-    for _ in range(300):
-        view = await sessions.session_status(client, sid)
-        if view.waiting_for_approval:
-            return view
-        assert not view.state.ended, view
-        await asyncio.sleep(0.05)
-    raise AssertionError("the session's turn never paused")
-
-
 async def test_approval_inside_a_session_from_the_session_and_on_the_child(
     client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
 ) -> None:
@@ -104,7 +94,7 @@ async def test_approval_inside_a_session_from_the_session_and_on_the_child(
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
         sid = await _start(client, workspace, task_queue, policy="ask-writes")
         # 1. Through the session API (the child's update, validated).
-        view = await _paused(client, sid)
+        view = await session_paused(client, sid)
         assert view.current_turn_id == f"{sid}/turn-1"
         assert [p.name for p in view.pending] == ["write_file"] and view.pending[0].reason
         # The session's turns carry its workspace: the Web UI list finds them paused.
@@ -112,13 +102,13 @@ async def test_approval_inside_a_session_from_the_session_and_on_the_child(
         record = await sessions.approve(client, sid, approver="alice", reason="fine")
         assert record.approve and record.batch_digest == view.current_batch_digest
         # 2. Directly on the child, as the Web UI's "Send a Signal" does.
-        view = await _paused(client, sid)
+        view = await session_paused(client, sid)
         assert view.current_turn_id == f"{sid}/turn-2"
         await client.get_workflow_handle(view.current_turn_id).signal(
             "approve", ApprovalDecision(batch_digest=view.current_batch_digest or "", approver="web-ui")
         )
         # 3. A rejection signalled to the session, which forwards it to the turn.
-        view = await _paused(client, sid)
+        view = await session_paused(client, sid)
         assert view.current_turn_id == f"{sid}/turn-3"
         await client.get_workflow_handle(sid).signal(
             AgentSessionWorkflow.reject, ApprovalDecision(batch_digest=view.current_batch_digest or "", approver="bob")

@@ -3,11 +3,17 @@ the environment the way a real worker reads it."""
 
 from __future__ import annotations
 
-from typing import Iterator
+import asyncio
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
 from tests.model_server import ScriptedModelServer
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from core.session.contracts import SessionView
 
 API_KEY = "sk-test-secret-never-in-history"
 
@@ -23,3 +29,16 @@ def model_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModelServe
         yield server
     finally:
         server.stop()
+
+
+async def session_paused(client: "Client", sid: str) -> "SessionView":
+    """The session's view once its turn waits for approval (fails if the session ends first)."""
+    from runtime import session_api as sessions
+
+    for _ in range(1200):
+        view = await sessions.session_status(client, sid)
+        if view.waiting_for_approval:
+            return view
+        assert not view.state.ended, view
+        await asyncio.sleep(0.05)
+    raise AssertionError("the session's turn never paused")
