@@ -113,3 +113,20 @@ def test_a_cancelled_run_starts_no_further_write() -> None:
     requests = [ToolRequest(call_id=f"c{i}", tool="write_file", workspace_root="/ws", arguments={}) for i in range(3)]
     result = run_stage_here({"write_file": tool}, WriteStageRequest(requests=requests, keys=["a", "b", "c"]), stop)
     assert ran == ["c0"] and [r.tool_call_id for r in result.results] == ["c0"]
+
+
+async def test_a_stage_naming_another_tool_is_refused_whole() -> None:
+    from temporalio.exceptions import ApplicationError
+
+    from activities.write_stage import WriteStageRequest, run_stage
+
+    async def tool(request: ToolRequest) -> ToolResult:
+        raise AssertionError("nothing may run")
+
+    stage = WriteStageRequest(
+        requests=[ToolRequest(call_id="c0", tool="bash", workspace_root="/ws", arguments={})], keys=["a"]
+    )
+    with pytest.raises(ApplicationError) as refused:
+        await run_stage({"write_file": tool}, stage)
+    assert refused.value.non_retryable and refused.value.type == "ValidationError"
+    assert str(refused.value) == "write_stage runs only edit_file, write_file, one key per call; got bash"
