@@ -129,4 +129,4 @@ async def test_a_stage_naming_another_tool_is_refused_whole() -> None:
     with pytest.raises(ApplicationError) as refused:
         await run_stage({"write_file": tool}, stage)
     assert refused.value.non_retryable and refused.value.type == "ValidationError"
-    assert str(refused.value) == "write_stage runs only edit_file, write_file, one key per call; got bash"
+    assert refused.value.message == "write_stage runs only edit_file, write_file, one key per call; got bash"
