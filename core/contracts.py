@@ -282,6 +282,9 @@ class TurnResult(BaseModel):
     # runtime.api.load_offloaded). ``result_counts`` summarises it.
     results_artifact: str | None = None
     result_counts: dict[str, int] = Field(default_factory=dict)
+    # sha256 of that JSON, as the history records it: what is read back from
+    # the workspace is checked against it.
+    results_digest: str = ""
 
 
 class PlannedCall(BaseModel):

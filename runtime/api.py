@@ -17,6 +17,7 @@ plugin (every workflow and activity) into an existing worker's options.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -425,17 +426,34 @@ class TurnClient:
         return found
 
 
+class OffloadedResultChanged(TurnProblem):
+    """The parts of an offloaded result are not what the turn wrote."""
+
+
 def load_offloaded(result: TurnResult, workspace_root: str) -> TurnResult:
     """The full TurnResult of an offloaded turn, when the workspace is
-    readable here; otherwise the result as returned (it names the folder)."""
+    readable here; otherwise the result as returned (it names the folder).
+    The parts are checked against the digest the turn's history recorded:
+    anything else raises OffloadedResultChanged, never a result."""
     if not result.results_artifact:
         return result
     folder = Path(workspace_root) / result.results_artifact
     try:
         parts = sorted(folder.glob("*.part"))
         text = "".join(p.read_text(encoding="utf-8") for p in parts)
-        return TurnResult.model_validate_json(text)
     except (OSError, ValueError):
+        return result
+    found = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if result.results_digest and found != result.results_digest:
+        raise OffloadedResultChanged(
+            f"turn {result.turn_id}: the results kept in {folder} are not the ones the turn wrote "
+            f"(sha256 {found[:12]}, recorded {result.results_digest[:12]}); they were changed afterwards. "
+            "The turn's status and counts stand; read its calls' results again from the history "
+            f"(temporal workflow show --workflow-id {result.turn_id})"
+        )
+    try:
+        return TurnResult.model_validate_json(text)
+    except ValueError:
         return result
 
 

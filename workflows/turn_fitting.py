@@ -4,6 +4,7 @@ workspace's artifacts in parts, and the turn returns a reference instead."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 
 from temporalio import workflow
@@ -58,5 +59,6 @@ async def fitted(result: TurnResult, turn: TurnInput, runs_locally: bool) -> Tur
             "anthropic_blocks": [],
             "results_artifact": folder,
             "result_counts": counts,
+            "results_digest": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
         }
     )

@@ -17,7 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from core.contracts import Policy, Snapshot, ToolCall, TurnProgress, TurnResult, TurnStatus
 from frontends.mcp.settings import McpSettings
-from runtime.api import TurnClient, build_turn_input, load_offloaded
+from runtime.api import OffloadedResultChanged, TurnClient, build_turn_input, load_offloaded
 from workflows.mcp_session import SIGNAL_REMEMBER, McpSessionState, McpSessionWorkflow
 
 
@@ -154,6 +154,8 @@ class McpTurns:
             result = load_offloaded(waiting.result(), self.settings.workspace)
         except WorkflowFailureError as exc:
             return Finished(turn_id, None, f"turn {turn_id} did not finish: {exc.cause or exc}")
+        except OffloadedResultChanged as exc:
+            return Finished(turn_id, None, str(exc))
         await self.remember([r.snapshot for r in result.results if r.snapshot is not None])
         return Finished(turn_id, result)
 

@@ -98,6 +98,35 @@ async def test_results_too_large_for_one_payload_run_one_activity_per_call(
     assert tools == [READ_STAGE_ACTIVITY] + ["grep"] * 8
 
 
+async def test_offloaded_results_are_read_back_only_as_the_turn_wrote_them(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """The parts live in the workspace; the digest the history recorded
+    decides whether what is read back is what the turn wrote."""
+    import hashlib
+
+    from runtime.api import OffloadedResultChanged, load_offloaded
+
+    big = "x" * 250_000
+
+    @activity.defn(name="grep")
+    async def wide_grep(request: ToolRequest) -> ToolResult:
+        return ToolResult.ok(request.call_id, "grep", big + request.call_id)
+
+    calls = [call(i, "grep", pattern=f"p{i}") for i in range(8)]
+    turn = turn_input(workspace, task_queue, calls, options=TurnOptions(execution="remote"))
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace), extra_activities=[wide_grep]):
+        result = await run_turn(client, turn)
+    parts = sorted((workspace / result.results_artifact).iterdir())
+    text = "".join(p.read_text() for p in parts)
+    assert result.results_digest == hashlib.sha256(text.encode()).hexdigest()
+    loaded = load_offloaded(result, str(workspace))
+    assert [r.output for r in loaded.results] == [big + f"call_{i}" for i in range(8)]
+    parts[0].write_text(parts[0].read_text().replace("call_0", "call_X"))  # rewritten afterwards
+    with pytest.raises(OffloadedResultChanged, match="are not the ones the turn wrote"):
+        load_offloaded(result, str(workspace))
+
+
 def test_a_recorded_history_holds_the_stage_so_replay_covers_it() -> None:
     from tests.durability.test_replay import load
 
