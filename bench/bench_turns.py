@@ -228,14 +228,16 @@ async def _throughput(
     (workspace / "small.txt").write_text("".join(f"line {i}\n" for i in range(20)))
     reads = [tool_call(i, "read_file", path="small.txt") for i in range(READS_PER_TURN)]
 
+    # Started through matching, not eagerly: 200 eager starts at once hand
+    # the worker 200 workflow tasks in one go (tasks then wait seconds).
     def turn_runs(execution: str) -> Callable[[int], Awaitable[Any]]:
         return lambda count: asyncio.gather(
-            *[run_turn(client, turn_input(workspace, task_queue, reads, execution)) for _ in range(count)]
+            *[run_turn(client, turn_input(workspace, task_queue, reads, execution), eager=False) for _ in range(count)]
         )
 
     def bare_runs(local: bool) -> Callable[[int], Awaitable[Any]]:
         return lambda count: asyncio.gather(
-            *[run_bare(client, task_queue, READS_PER_TURN, local) for _ in range(count)]
+            *[run_bare(client, task_queue, READS_PER_TURN, local, eager=False) for _ in range(count)]
         )
 
     variants: dict[str, Callable[[int], Awaitable[Any]]] = {

@@ -146,14 +146,16 @@ def turn_input(workspace: Path, task_queue: str, calls: list[ToolCall], executio
     )
 
 
-async def run_turn(client: Client, turn: TurnInput) -> TurnResult:
-    result = await client.execute_workflow(
+async def run_turn(client: Client, turn: TurnInput, eager: bool = True) -> TurnResult:
+    handle = await client.start_workflow(
         AgentTurnWorkflow.run,
         turn,
         id=turn.turn_id,
         task_queue=turn.workspace.task_queue,
         result_type=TurnResult,
+        request_eager_start=eager,  # as TurnClient.start_turn (one at a time)
     )
+    result = await handle.result()
     bad = [r for r in result.results if r.status != ToolStatus.OK]
     if bad:
         raise RuntimeError(f"turn {turn.turn_id}: {len(bad)} call(s) failed: {bad[0].output[:300]}")
@@ -161,15 +163,18 @@ async def run_turn(client: Client, turn: TurnInput) -> TurnResult:
 
 
 async def run_bare(
-    client: Client, task_queue: str, calls: int, local: bool, sequential: bool = False, sleep: bool = False
+    client: Client, task_queue: str, calls: int, local: bool, sequential: bool = False, sleep: bool = False,
+    eager: bool = True,
 ) -> list[str]:
-    return await client.execute_workflow(
+    handle = await client.start_workflow(
         BareWorkflow.run,
         args=[calls, local, sequential, sleep],
         id=f"bench-bare-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
         result_type=list[str],
+        request_eager_start=eager,  # started as the turns are
     )
+    return await handle.result()
 
 
 async def timed(coro: Awaitable[Any]) -> float:

@@ -60,6 +60,7 @@ BASH_RETRY_PATCH = "bash-retry-with-capture"
 PREVIEW_PATCH = "bash-preview"
 STREAMING_DISPATCH_PATCH = "streaming-dispatch"
 READ_STAGE_PATCH = "read-stage-activity"  # a stage of reads runs as one read_stage activity
+EARLY_READ_STAGE_PATCH = "early-read-stage"  # streamed reads planned together start as one read_stage
 EFFECT_GATE_PATCH = "effect-gate"  # a captured changeset is judged before it is applied; a pause at a call
 FORWARD_CALL_DIGEST_PATCH = "session-forward-call-digest"  # a session forwards a call-level digest to its turn
 SHORT_DIGEST_PATCH = "short-digest"  # a signal may name the short digest the details show

@@ -238,6 +238,11 @@ class TurnClient:
             result_type=TurnResult,
             static_summary=static_summary(turn.tool_calls, turn.workspace.root),
             static_details=static_details(turn.tool_calls, turn.workspace.root),
+            # A worker of this process on that queue (the MCP front-end's, a
+            # test's, an embedding app's) gets the first workflow task in the
+            # start call's answer instead of through matching: ~4 ms sooner.
+            # With no such worker the start is an ordinary one.
+            request_eager_start=True,
             **({"search_attributes": attributes} if attributes is not None else {}),
         )
 

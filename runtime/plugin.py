@@ -22,6 +22,8 @@ from typing import Any, Callable, Sequence
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter
 from temporalio.plugin import SimplePlugin
+from temporalio.worker import WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 # The activities before the workflows: a workflow sandbox that re-imports this
 # module (a test workflow's module importing the worker does) otherwise ends
@@ -46,6 +48,30 @@ def activity_name(fn: Callable[..., Any]) -> str:
     if definition is None or definition.name is None:
         raise TypeError(f"{fn!r} is not a named activity: decorate it with @activity.defn(name=...)")
     return definition.name
+
+
+# Packages the workflow sandbox takes from the host instead of re-importing
+# them for every workflow run: the workflows themselves and the pure parts they
+# call hold no module state (tests/test_layout.py: no ``global``), and re-executing
+# workflows/turn.py with its decorators cost ~3 ms of every turn (and about
+# a third of a worker's CPU per turn under load). The price: calls our
+# workflow code makes through modules it imported are no longer checked at
+# run time by the sandbox (it still checks workflow code it re-imports, a
+# user's own); the replay tests over recorded histories are the guard.
+SANDBOX_PASSTHROUGH = ("workflows", "core")
+
+
+def _passthrough_runner(given: WorkflowRunner | None) -> WorkflowRunner:
+    """The worker's sandbox with our pure packages passed through; an
+    unsandboxed or custom runner is kept as it is."""
+    if given is None:
+        given = SandboxedWorkflowRunner()
+    if not isinstance(given, SandboxedWorkflowRunner):
+        return given
+    return SandboxedWorkflowRunner(
+        restrictions=given.restrictions.with_passthrough_modules(*SANDBOX_PASSTHROUGH),
+        runner_class=given.runner_class,
+    )
 
 
 def _pydantic_payloads(given: DataConverter | None) -> DataConverter:
@@ -86,6 +112,7 @@ class AgentToolsPlugin(SimplePlugin):
             data_converter=_pydantic_payloads,
             workflows=self._with_workflows,
             activities=self._with_activities,
+            workflow_runner=_passthrough_runner,
         )
 
     def registered_activities(self) -> list[Callable[..., Any]]:

@@ -149,6 +149,22 @@ def test_the_core_is_free_of_temporal_and_io_frameworks() -> None:
     assert offenders == []
 
 
+def test_the_packages_the_sandbox_passes_through_rebind_no_module_state() -> None:
+    """runtime.plugin passes these packages into the workflow sandbox from
+    the host, so workflow runs share their modules: no function there may
+    rebind a module global (a ``global`` statement)."""
+    from runtime.plugin import SANDBOX_PASSTHROUGH
+
+    offenders = []
+    for path in source_modules():
+        if module_name(path).split(".")[0] not in SANDBOX_PASSTHROUGH:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Global):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: global {', '.join(node.names)}")
+    assert offenders == []
+
+
 def test_the_checks_see_a_cycle_and_an_upward_import(tmp_path: Path) -> None:
     for rel, text in {
         "core/__init__.py": "", "core/a.py": "from core import b\n", "core/b.py": "import core.a\nfrom runtime import x\n",

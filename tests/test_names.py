@@ -57,6 +57,7 @@ PINNED = {
     "STREAMING_DISPATCH_PATCH": "streaming-dispatch",
     "SHORT_DIGEST_PATCH": "short-digest",
     "READ_STAGE_PATCH": "read-stage-activity",
+    "EARLY_READ_STAGE_PATCH": "early-read-stage",
     "EFFECT_GATE_PATCH": "effect-gate",
     "FORWARD_CALL_DIGEST_PATCH": "session-forward-call-digest",
     "SEARCH_ATTRIBUTES_PATCH": "turn-search-attributes",

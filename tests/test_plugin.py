@@ -56,3 +56,40 @@ def test_the_client_side_keeps_a_codec_but_payloads_go_through_pydantic() -> Non
     custom = DataConverter(payload_codec=codec)  # type: ignore[arg-type]
     converted = _pydantic_payloads(custom)
     assert converted.payload_codec is codec and converted.payload_converter_class is PydanticPayloadConverter
+
+
+def test_the_sandbox_takes_our_pure_packages_from_the_host_and_keeps_a_given_runner() -> None:
+    from temporalio.worker import UnsandboxedWorkflowRunner
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+    from runtime.plugin import SANDBOX_PASSTHROUGH, _passthrough_runner
+
+    default = _passthrough_runner(None)
+    assert isinstance(default, SandboxedWorkflowRunner)
+    assert set(SANDBOX_PASSTHROUGH) <= default.restrictions.passthrough_modules
+    assert not default.restrictions.passthrough_all_modules  # everything else is still re-imported
+    assert default.restrictions.invalid_module_members == SandboxRestrictions.default.invalid_module_members
+    unsandboxed = UnsandboxedWorkflowRunner()
+    assert _passthrough_runner(unsandboxed) is unsandboxed
+
+
+async def test_a_workflow_of_ours_runs_in_the_sandbox_which_still_refuses_nondeterminism(
+    client: Client, workspace: Path
+) -> None:
+    """Passing our packages through keeps the sandbox's guard for workflow
+    code it re-imports (this test module's workflow)."""
+    import uuid
+
+    from temporalio.client import WorkflowFailureError
+
+    from tests.sandbox_probe import ClockReadingWorkflow
+
+    queue = f"plugin-sandbox-{uuid.uuid4().hex[:6]}"
+    async with build_worker(client, task_queue=queue, workspace=str(workspace), extra_workflows=[ClockReadingWorkflow]):
+        handle = await client.start_workflow(ClockReadingWorkflow.run, id=queue, task_queue=queue)
+        try:
+            await handle.result()
+            raised = ""
+        except WorkflowFailureError as err:
+            raised = str(err.cause)
+    assert "datetime.datetime.now" in raised or "Cannot access" in raised, raised

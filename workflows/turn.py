@@ -22,7 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL, EARLY_READ_STAGE_PATCH, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
     from activities.plan import PlanRequest
     from core.contracts import (
         ApprovalDecision,
@@ -110,7 +110,11 @@ class AgentTurnWorkflow:
         self._versions = Versions(TURN_BASELINE_PATCH)  # every patch decided before the first await
         self._recorded = self._versions.has(RECORDED_PLAN_PATCH)  # old histories planned in the workflow
         # the batch arrives by dispatch/close_batch.
-        self._dispatch = TurnDispatch(self._invoke, self._record, _describe_infrastructure_failure) if turn.open_batch else None
+        self._dispatch = TurnDispatch(
+            self._invoke, self._record, _describe_infrastructure_failure,
+            # asked here, with the baseline, for runs recorded after it (workflows.versions)
+            self._stage_reads if workflow.patched(EARLY_READ_STAGE_PATCH) else None,
+        ) if turn.open_batch else None
         if not self._recorded and turn.policy is not None:
             # Prepared here, not in run(), so a decision that arrives with
             # the very first workflow task already finds the turn paused.
@@ -335,6 +339,9 @@ class AgentTurnWorkflow:
             result = _describe_infrastructure_failure(call, err)
         self._record(call, result)
         return result
+
+    async def _stage_reads(self, calls: list[PlannedCall]) -> list[ToolResult] | None:
+        return await ReadStage(self, _describe_infrastructure_failure, HISTORY_BUDGET_BYTES).early_results(calls)
 
     async def _run_parallel(self, group: list[PlannedCall], as_stage: bool = True) -> None:
         if as_stage and await ReadStage(self, _describe_infrastructure_failure, HISTORY_BUDGET_BYTES).run(group):

@@ -47,8 +47,13 @@ class TurnDispatch:
         invoke: Callable[[PlannedCall], Awaitable[ToolResult]],
         record: Callable[[PlannedCall, ToolResult], None],
         describe_failure: Callable[[PlannedCall, BaseException], ToolResult],
+        run_together: Callable[[list[PlannedCall]], Awaitable[list[ToolResult] | None]] | None = None,
     ) -> None:
         self._invoke = invoke
+        # Calls that may start at the same moment, run as one activity when
+        # it can (a read stage: one marker instead of one per call); None
+        # from it, or no such runner (older turns), runs them one by one.
+        self._run_together = run_together
         self._record = record
         self._describe_failure = describe_failure
         self.book = BatchBook()
@@ -129,9 +134,7 @@ class TurnDispatch:
                 )
             if self._closed is not None:
                 return  # closed while planning: the full plan decides
-            for q, call in enumerate(plan.calls):
-                if self.book.may_start((attempt, q)):
-                    self._start((attempt, q), call)
+            self._start([((attempt, q), call) for q, call in enumerate(plan.calls) if self.book.may_start((attempt, q))])
 
     def ready_plan(self) -> TurnPlan | None:
         """The recorded plan of exactly the closed batch, when the last
@@ -146,13 +149,28 @@ class TurnDispatch:
             return None
         return plan
 
-    def _start(self, key: Key, call: PlannedCall) -> None:
-        source = self.book.streams[key[0]][key[1]]
-        early = call.model_copy(
-            update={"index": _EARLY_INDEX_BASE + len(self.book.started), "arguments": call.arguments or _decoded(source.arguments)}
-        )
-        self.book.started.append(key)
-        self._tasks[key] = asyncio.create_task(self._invoke(early))
+    def _start(self, ready: list[tuple[Key, PlannedCall]]) -> None:
+        early: list[PlannedCall] = []
+        for key, call in ready:
+            source = self.book.streams[key[0]][key[1]]
+            early.append(call.model_copy(
+                update={"index": _EARLY_INDEX_BASE + len(self.book.started), "arguments": call.arguments or _decoded(source.arguments)}
+            ))
+            self.book.started.append(key)
+        if len(early) >= 2 and self._run_together is not None:
+            together = asyncio.create_task(self._together(early))
+            for i, (key, _) in enumerate(ready):
+                self._tasks[key] = asyncio.create_task(_nth(together, i))
+            return
+        for (key, _), call in zip(ready, early):
+            self._tasks[key] = asyncio.create_task(self._invoke(call))
+
+    async def _together(self, calls: list[PlannedCall]) -> list[asyncio.Task[ToolResult]]:
+        assert self._run_together is not None
+        results = await self._run_together(calls)
+        if results is None:
+            return [asyncio.create_task(self._invoke(c)) for c in calls]
+        return [asyncio.create_task(_ready(r)) for r in results]
 
     def progress(self) -> list[CallProgress]:
         """The calls started while the batch is open, for the status query
@@ -190,6 +208,14 @@ class TurnDispatch:
             except ActivityError as err:
                 result = self._describe_failure(call, err)
             self._record(call, result)
+
+
+async def _nth(together: asyncio.Task[list[asyncio.Task[ToolResult]]], i: int) -> ToolResult:
+    return await (await together)[i]
+
+
+async def _ready(result: ToolResult) -> ToolResult:
+    return result
 
 
 def _decoded(arguments: str | dict[str, Any] | None) -> dict[str, Any]:

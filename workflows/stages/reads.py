@@ -98,6 +98,22 @@ class ReadStage:
         return await run_stage_activity(READ_STAGE_ACTIVITY, stage, ReadStageResult, t._turn, t._runs_locally(),
                                         options, max(o.start_to_close for o in options))
 
+    async def early_results(self, calls: list[PlannedCall]) -> list[ToolResult] | None:
+        """The results of streamed reads that were planned together, run as
+        one stage; None when they do not qualify or the stage did not give
+        every call its result (too large, or any failure), so that the caller
+        runs them one activity each, independently, as before. Reads change
+        nothing, so running one again after a failed stage is safe."""
+        t = self._turn
+        if len(calls) < 2 or t._recorded_bytes > self._history_budget or any(c.name not in STAGE_TOOLS for c in calls):
+            return None
+        stage = ReadStageRequest(requests=[self._request(c) for c in calls])
+        try:
+            return (await self._execute(stage)).results
+        except ActivityError as err:
+            workflow.logger.info("streamed reads run one activity each after their stage failed: %s", err)
+            return None
+
     async def _chunk(self, chunk: list[PlannedCall]) -> None:
         t = self._turn
         stage = ReadStageRequest(requests=[self._request(c) for c in chunk])
