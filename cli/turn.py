@@ -29,7 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 import cli.rollback
 from runtime.queues import queue_for_workspace
-from cli.console import cmd_console
+from cli.console import cmd_console, validate_when_needed
 from cli.progress import ProgressLine, farewell, following, quiet_stdout
 from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
@@ -39,7 +39,6 @@ from core.tools.call_documents import CallDocumentError, calls_from_document
 from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
 from core.tools.formatting import render_text, shown
 from core.tools.specs import describe_pending_call
-from core.shell import validate_command
 from core.tools.specs import tool_definitions
 from core.contracts import POLICY_MODES
 from runtime.connection import ConnectionFailed, connect
@@ -81,7 +80,7 @@ def cmd_check_command(args: argparse.Namespace) -> int:
     else:
         commands = [line for line in text.splitlines() if line.strip()]
     for command in commands:
-        verdict = validate_command(command)
+        verdict = validate_when_needed(command)
         _out(
             json.dumps(
                 {
@@ -94,6 +93,16 @@ def cmd_check_command(args: argparse.Namespace) -> int:
             )
         )
     return EXIT_OK
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (e.g. 10 or 2.5)") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text} s is out of range: give 0 to 3600 seconds")
+    return value
 
 
 def _load_json_file(path: str, what: str) -> Any:
@@ -323,7 +332,7 @@ async def cmd_show(client: Client, args: argparse.Namespace) -> int:
     _out(f"turn {args.turn_id} waits for approval of {len(progress.pending)} call(s)")
     _out(f"batch digest: {progress.batch_digest}\n")
     for pending in progress.pending:
-        _out(describe_pending_call(pending, validate_command))  # escaped, cuts said
+        _out(describe_pending_call(pending, validate_when_needed))  # escaped, cuts said
         _out()
     return EXIT_OK
 
@@ -341,6 +350,7 @@ async def cmd_decide(client: Client, args: argparse.Namespace, approve: bool) ->
             reason=args.reason or "",
             digest=args.digest,
             signal=args.signal,
+            wait_for_worker_s=args.worker_timeout,
             on_wait=line.update,
         )
     except WorkflowUpdateFailedError as exc:
@@ -409,6 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--digest", help="the batch digest you reviewed (default: the pending one)")
         p.add_argument("--signal", action="store_true", help="send a signal instead of an update (no answer)")
         p.add_argument("--quiet", action="store_true", help="no progress line while waiting for a worker")
+        p.add_argument("--worker-timeout", type=_seconds, default=30.0, metavar="SECONDS",
+                       help="how long the update waits for a worker to answer (default 30; a restarted "
+                            "worker takes over within 10-15 s)")
 
     console = sub.add_parser("console", help="a local web page to review and approve paused turns")
     console.add_argument("--port", type=int, default=8788, help="port (default 8788; 0: any free port)")

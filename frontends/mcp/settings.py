@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from runtime.worker import DEFAULT_TASK_QUEUE
+from runtime.config import DEFAULT_TASK_QUEUE
 
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0
 DEFAULT_UI_URL = "http://localhost:8233"

@@ -224,6 +224,9 @@ async def test_every_bad_input_exits_2_with_a_message(tmp_path: Path, workspace:
     assert done.returncode == 2 and "invalid Unicode" in done.stderr, done.stderr
     folder = await client_cli(*dead, "run", "--workspace", str(workspace), "--calls", str(tmp_path))
     assert folder.returncode == 2 and "is a folder" in folder.stderr, folder.stderr
+    for bad, said in (("soon", "not a number of seconds"), ("-1", "out of range")):
+        done = await client_cli(*dead, "approve", "some-turn", "--worker-timeout", bad)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
 
 
 async def test_run_says_within_seconds_that_no_worker_polls(
@@ -252,9 +255,10 @@ async def test_approve_by_signal_while_the_worker_is_down(
             if (await (await handle.describe()).memo()).get("turn_status") == "paused":
                 break
             await asyncio.sleep(0.05)
-    # No worker now: the update form says what to do; the signal waits in the history.
-    update = await client_cli("--address", address, "approve", turn_id)
-    assert update.returncode == 1 and "--signal" in update.stderr, update.stderr
+    # No worker now: the update form gives up after --worker-timeout and sends
+    # the decision as a signal, saying so; the signal waits in the history.
+    update = await client_cli("--address", address, "approve", turn_id, "--worker-timeout", "2")
+    assert update.returncode == 0 and "no worker answered in time" in update.stdout, (update.stdout, update.stderr)
     signalled = await client_cli("--address", address, "approve", turn_id, "--signal", "--reason", "ok")
     assert signalled.returncode == 0, signalled.stderr
     status = await client_cli("--address", address, "status", turn_id)
