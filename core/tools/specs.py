@@ -9,17 +9,15 @@ the schema a model sees and the validation it gets can never drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.contracts import PendingCall
 from core.names import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, WRITE_FILE
+from core.shell import Verdict, validate_command
 from core.tools.formatting import shown
 from core.tools.review import review_arguments, review_command, review_edit, review_write
-
-if TYPE_CHECKING:
-    from core.shell import Verdict
 
 DEFAULT_READ_LIMIT = 2000
 MAX_READ_LIMIT = 10_000
@@ -161,10 +159,6 @@ def _never(_: ToolArgs) -> bool:
 
 
 def bash_verdict(args: ToolArgs) -> Verdict:
-    # Imported here: the tool facts are read by every command-line start,
-    # which needs the shell parser (~0.1 s to load) only to judge a command.
-    from core.shell import validate_command
-
     assert isinstance(args, BashArgs)
     return validate_command(args.command)
 
