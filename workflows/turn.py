@@ -110,10 +110,11 @@ class AgentTurnWorkflow:
         self._versions = Versions(TURN_BASELINE_PATCH)  # every patch decided before the first await
         self._recorded = self._versions.has(RECORDED_PLAN_PATCH)  # old histories planned in the workflow
         # the batch arrives by dispatch/close_batch.
+        # Asked here, with the baseline, for runs recorded after it (workflows.versions).
+        self._early_reads = turn.open_batch and workflow.patched(EARLY_READ_STAGE_PATCH)
         self._dispatch = TurnDispatch(
             self._invoke, self._record, _describe_infrastructure_failure,
-            # asked here, with the baseline, for runs recorded after it (workflows.versions)
-            self._stage_reads if workflow.patched(EARLY_READ_STAGE_PATCH) else None,
+            self._stage_reads if self._early_reads else None,
         ) if turn.open_batch else None
         if not self._recorded and turn.policy is not None:
             # Prepared here, not in run(), so a decision that arrives with

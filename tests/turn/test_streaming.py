@@ -388,3 +388,40 @@ async def test_streamed_reads_whose_stage_fails_run_one_by_one_each_with_its_res
     assert [r.status.value for r in result.results] == ["ok"] * 3
     assert all(f"file {i}" in result.results[i].output for i in range(3))
     assert len(tool_runs(events, "read_stage")) == 1 and len(tool_runs(events, "read_file")) == 3
+
+
+async def test_the_reads_that_did_not_start_early_run_as_one_stage_after_the_close(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """Three reads start early; the batch closes with five more: those five
+    are one read_stage, the three keep the results they already have."""
+    from core.names import CLOSE_BATCH_UPDATE, DISPATCH_CALLS_SIGNAL
+    from core.turn.early_dispatch import DispatchedCalls
+
+    for i in range(8):
+        (workspace / f"f{i}.txt").write_text(f"file {i}\n")
+    calls = [ToolCall(id=f"c{i}", name="read_file", arguments=f'{{"path": "f{i}.txt"}}') for i in range(8)]
+    turn = TurnInput(
+        turn_id=f"turn2-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
+        tool_calls=[], open_batch=True,
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await client.start_workflow(
+            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
+        )
+        await handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(
+            calls=[DispatchedCall(attempt=1, position=i, call=c) for i, c in enumerate(calls[:3])]
+        ))
+        for _ in range(500):
+            progress = await handle.query(AgentTurnWorkflow.status)
+            if len(progress.calls) == 3 and all(c.state == "done" for c in progress.calls):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            pytest.fail(f"the three reads did not run early: {progress.calls}")
+        await handle.execute_update(CLOSE_BATCH_UPDATE, BatchClose(attempt=1, calls=calls), result_type=ClosedBatch)
+        result = await handle.result()
+        events = await turn_events(client, turn.turn_id)
+    assert [r.status.value for r in result.results] == ["ok"] * 8
+    assert all(f"file {i}" in result.results[i].output for i in range(8))
+    assert len(tool_runs(events, "read_stage")) == 2 and tool_runs(events, "read_file") == []

@@ -47,6 +47,7 @@ class StagedTurn(Protocol):
 
     _turn: TurnInput
     _recorded: bool
+    _early_reads: bool
     _versions: Versions
     _recorded_bytes: int
     _running: set[int]
@@ -83,11 +84,24 @@ class ReadStage:
     async def run(self, group: list[PlannedCall]) -> bool:
         """Run ``group`` as stage activities; False (nothing done) when it
         does not qualify or the turn predates the patch."""
-        if not self._qualifies(group) or not self._turn._versions.has(READ_STAGE_PATCH):
+        t = self._turn
+        if t._early_reads:
+            # Streamed calls that already started (or were answered at
+            # planning) take their results; the rest of the stage is one.
+            done = [c for c in group if c.early_result is not None or t._dispatch.started(c.index)]
+            done_at = {c.index for c in done}
+            rest = [c for c in group if c.index not in done_at]
+            if done and self._qualifies(rest) and t._versions.has(READ_STAGE_PATCH):
+                await asyncio.gather(t._run_parallel(done, as_stage=False), self._chunks(rest))
+                return True
+        if not self._qualifies(group) or not t._versions.has(READ_STAGE_PATCH):
             return False
+        await self._chunks(group)
+        return True
+
+    async def _chunks(self, group: list[PlannedCall]) -> None:
         chunks = [group[i : i + STAGE_CHUNK] for i in range(0, len(group), STAGE_CHUNK)]
         await asyncio.gather(*[self._chunk(chunk) for chunk in chunks])
-        return True
 
     def _request(self, call: PlannedCall) -> ToolRequest:
         return call_request(self._turn._turn, call, self._turn._arguments(call))
