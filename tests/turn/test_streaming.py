@@ -326,16 +326,18 @@ async def test_calls_that_close_together_go_in_one_signal_and_each_runs_once(
     assert len(tool_runs(events, "read_file")) <= 8  # none twice (early ones may share a stage)
 
 
-async def _dispatch_reads_together(client: Client, workspace: Path, task_queue: str, count: int,
-                                   **worker: object) -> tuple[TurnResult, list]:
-    """A turn whose ``count`` reads arrive in one ``dispatch_calls`` signal
-    and start before the batch closes; its result and recorded events."""
+async def _dispatch_reads_together(client: Client, workspace: Path, task_queue: str, early: int,
+                                   total: int | None = None, **worker: object) -> tuple[TurnResult, list]:
+    """A turn whose first ``early`` reads arrive in one ``dispatch_calls``
+    signal and start before the batch closes with ``total`` reads (default:
+    those); its result and recorded events."""
     from core.names import CLOSE_BATCH_UPDATE, DISPATCH_CALLS_SIGNAL
     from core.turn.early_dispatch import DispatchedCalls
 
-    for i in range(count):
+    total = early if total is None else total
+    for i in range(total):
         (workspace / f"f{i}.txt").write_text(f"file {i}\n")
-    calls = [ToolCall(id=f"c{i}", name="read_file", arguments=f'{{"path": "f{i}.txt"}}') for i in range(count)]
+    calls = [ToolCall(id=f"c{i}", name="read_file", arguments=f'{{"path": "f{i}.txt"}}') for i in range(total)]
     turn = TurnInput(
         turn_id=f"turn-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
         tool_calls=[], open_batch=True,
@@ -345,11 +347,11 @@ async def _dispatch_reads_together(client: Client, workspace: Path, task_queue: 
             AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
         )
         await handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(
-            calls=[DispatchedCall(attempt=1, position=i, call=c) for i, c in enumerate(calls)]
+            calls=[DispatchedCall(attempt=1, position=i, call=c) for i, c in enumerate(calls[:early])]
         ))
         for _ in range(500):  # until all have started early (the status query shows them)
             progress = await handle.query(AgentTurnWorkflow.status)
-            if len(progress.calls) == count and all(c.state == "done" for c in progress.calls):
+            if len(progress.calls) == early and all(c.state == "done" for c in progress.calls):
                 break
             await asyncio.sleep(0.02)
         else:
@@ -395,33 +397,7 @@ async def test_the_reads_that_did_not_start_early_run_as_one_stage_after_the_clo
 ) -> None:
     """Three reads start early; the batch closes with five more: those five
     are one read_stage, the three keep the results they already have."""
-    from core.names import CLOSE_BATCH_UPDATE, DISPATCH_CALLS_SIGNAL
-    from core.turn.early_dispatch import DispatchedCalls
-
-    for i in range(8):
-        (workspace / f"f{i}.txt").write_text(f"file {i}\n")
-    calls = [ToolCall(id=f"c{i}", name="read_file", arguments=f'{{"path": "f{i}.txt"}}') for i in range(8)]
-    turn = TurnInput(
-        turn_id=f"turn2-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
-        tool_calls=[], open_batch=True,
-    )
-    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
-        handle = await client.start_workflow(
-            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
-        )
-        await handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(
-            calls=[DispatchedCall(attempt=1, position=i, call=c) for i, c in enumerate(calls[:3])]
-        ))
-        for _ in range(500):
-            progress = await handle.query(AgentTurnWorkflow.status)
-            if len(progress.calls) == 3 and all(c.state == "done" for c in progress.calls):
-                break
-            await asyncio.sleep(0.02)
-        else:
-            pytest.fail(f"the three reads did not run early: {progress.calls}")
-        await handle.execute_update(CLOSE_BATCH_UPDATE, BatchClose(attempt=1, calls=calls), result_type=ClosedBatch)
-        result = await handle.result()
-        events = await turn_events(client, turn.turn_id)
+    result, events = await _dispatch_reads_together(client, workspace, task_queue, 3, total=8)
     assert [r.status.value for r in result.results] == ["ok"] * 8
     assert all(f"file {i}" in result.results[i].output for i in range(8))
     assert len(tool_runs(events, "read_stage")) == 2 and tool_runs(events, "read_file") == []
