@@ -57,9 +57,13 @@ def jail_argv(argv: list[str], root_fd: int, root_path: str) -> list[str] | None
 
 
 def _works(prefix: list[str], root_fd: int, root_path: str, program: str) -> bool:
+    # The probe runs the system's `true`, not the configured rg: an rg that
+    # hangs (or a slow replacement) must cost that one search its timeout,
+    # not disable the jail for every later search of this process.
+    probe = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK)), program)
     try:
         proc = subprocess.run(
-            [*prefix, "--chdir", root_path, "--", program, "--version"],
+            [*prefix, "--chdir", root_path, "--", probe, *(["--version"] if probe == program else [])],
             stdin=subprocess.DEVNULL, capture_output=True, timeout=20, pass_fds=(root_fd,),
         )
     except (OSError, subprocess.SubprocessError):

@@ -346,3 +346,34 @@ def test_fallback_warns_and_reports_regex_errors(
     assert any("fallback" in r.getMessage() for r in caplog.records)
     bad = run("grep", workspace, pattern="(")
     assert bad.is_error and "regex parse error" in bad.output and "Python" in bad.output
+
+
+def test_a_hanging_rg_costs_its_own_search_not_the_jail_of_later_ones(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The jail's first-use probe must not run the configured rg: one that
+    hangs would stall that search for the probe's timeout and then turn the
+    jail off for every later search of the worker."""
+    from activities.search import jail
+
+    root_fd = os.open(workspace, os.O_RDONLY)
+    try:
+        jailed = jail.jail_argv(["/usr/bin/true"], root_fd, str(workspace)) is not None
+    finally:
+        os.close(root_fd)
+    if not jailed:
+        pytest.skip("no working bubblewrap here: nothing to turn off")
+    monkeypatch.setattr(jail, "_probed", {})  # as in a fresh worker process
+    stub = tmp_path / "slow-rg"
+    stub.write_text("#!/bin/sh\nexec sleep 30\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv(search.RG_ENV_VAR, str(stub))
+    monkeypatch.setattr(search, "GREP_TIMEOUT_S", 0.5)
+    write(workspace, "a.txt", "needle\n")
+    started = time.monotonic()
+    hung = run("grep", workspace, pattern="needle")
+    assert time.monotonic() - started < 5 and "timed out after 0.5 s" in hung.output
+    monkeypatch.delenv(search.RG_ENV_VAR)
+    later = run("grep", workspace, pattern="needle")
+    assert body(later) == ["a.txt:1:needle"]
+    assert "confinement" not in later.metadata, later.metadata  # still jailed
