@@ -231,13 +231,18 @@ def test_grep_long_lines_use_rgs_marker(workspace: Path) -> None:
     ]
 
 
-def test_grep_timeout_kills_rg(workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _use_a_hanging_rg(workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """grep runs an rg that never ends, with a 0.5 s timeout, over a.txt."""
     stub = tmp_path / "slow-rg"
     stub.write_text("#!/bin/sh\nexec sleep 30\n")
     stub.chmod(0o755)
     monkeypatch.setenv(search.RG_ENV_VAR, str(stub))
     monkeypatch.setattr(search, "GREP_TIMEOUT_S", 0.5)
     write(workspace, "a.txt", "needle\n")
+
+
+def test_grep_timeout_kills_rg(workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _use_a_hanging_rg(workspace, monkeypatch, tmp_path)
     started = time.monotonic()
     result = run("grep", workspace, pattern="needle")
     assert time.monotonic() - started < 5
@@ -364,12 +369,7 @@ def test_a_hanging_rg_costs_its_own_search_not_the_jail_of_later_ones(
     if not jailed:
         pytest.skip("no working bubblewrap here: nothing to turn off")
     monkeypatch.setattr(jail, "_probed", {})  # as in a fresh worker process
-    stub = tmp_path / "slow-rg"
-    stub.write_text("#!/bin/sh\nexec sleep 30\n")
-    stub.chmod(0o755)
-    monkeypatch.setenv(search.RG_ENV_VAR, str(stub))
-    monkeypatch.setattr(search, "GREP_TIMEOUT_S", 0.5)
-    write(workspace, "a.txt", "needle\n")
+    _use_a_hanging_rg(workspace, monkeypatch, tmp_path)
     started = time.monotonic()
     hung = run("grep", workspace, pattern="needle")
     assert time.monotonic() - started < 5 and "timed out after 0.5 s" in hung.output
