@@ -18,7 +18,7 @@ from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, ToolUse, tool, unauthorized
 from tests.processes import run_client, server_address
 from tests.session.test_session_support import model_server  # noqa: F401  (fixture)
-from tests.turn.test_streaming_support import first, tool_runs, turn_events
+from tests.turn.test_streaming_support import dispatch_reads_together, first, tool_runs, turn_events
 from runtime.worker import build_worker
 from workflows.turn import AgentTurnWorkflow
 
@@ -326,48 +326,12 @@ async def test_calls_that_close_together_go_in_one_signal_and_each_runs_once(
     assert len(tool_runs(events, "read_file")) <= 8  # none twice (early ones may share a stage)
 
 
-async def _dispatch_reads_together(client: Client, workspace: Path, task_queue: str, early: int,
-                                   total: int | None = None, **worker: object) -> tuple[TurnResult, list]:
-    """A turn whose first ``early`` reads arrive in one ``dispatch_calls``
-    signal and start before the batch closes with ``total`` reads (default:
-    those); its result and recorded events."""
-    from core.names import CLOSE_BATCH_UPDATE, DISPATCH_CALLS_SIGNAL
-    from core.turn.early_dispatch import DispatchedCalls
-
-    total = early if total is None else total
-    for i in range(total):
-        (workspace / f"f{i}.txt").write_text(f"file {i}\n")
-    calls = [ToolCall(id=f"c{i}", name="read_file", arguments=f'{{"path": "f{i}.txt"}}') for i in range(total)]
-    turn = TurnInput(
-        turn_id=f"turn-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
-        tool_calls=[], open_batch=True,
-    )
-    async with build_worker(client, task_queue=task_queue, workspace=str(workspace), **worker):  # type: ignore[arg-type]
-        handle = await client.start_workflow(
-            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
-        )
-        await handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(
-            calls=[DispatchedCall(attempt=1, position=i, call=c) for i, c in enumerate(calls[:early])]
-        ))
-        for _ in range(500):  # until all have started early (the status query shows them)
-            progress = await handle.query(AgentTurnWorkflow.status)
-            if len(progress.calls) == early and all(c.state == "done" for c in progress.calls):
-                break
-            await asyncio.sleep(0.02)
-        else:
-            pytest.fail(f"the dispatched reads did not all run early: {progress.calls}")
-        await handle.execute_update(CLOSE_BATCH_UPDATE, BatchClose(attempt=1, calls=calls), result_type=ClosedBatch)
-        result = await handle.result()
-        events = await turn_events(client, turn.turn_id)
-    return result, events
-
-
 async def test_streamed_reads_planned_together_start_as_one_stage(
     client: Client, workspace: Path, task_queue: str
 ) -> None:
     """One marker for the lot instead of one per read: a session's history
     grows by less than one event per streamed read."""
-    result, events = await _dispatch_reads_together(client, workspace, task_queue, 6)
+    result, events = await dispatch_reads_together(client, workspace, task_queue, 6)
     assert [r.status.value for r in result.results] == ["ok"] * 6
     assert all(f"file {i}" in result.results[i].output for i in range(6))
     assert [r.tool_call_id for r in result.results] == [f"c{i}" for i in range(6)]
@@ -386,7 +350,7 @@ async def test_streamed_reads_whose_stage_fails_run_one_by_one_each_with_its_res
     async def broken_stage(stage: object) -> object:
         raise ApplicationError("the stage's worker lost its disk", non_retryable=True)
 
-    result, events = await _dispatch_reads_together(client, workspace, task_queue, 3, extra_activities=[broken_stage])
+    result, events = await dispatch_reads_together(client, workspace, task_queue, 3, extra_activities=[broken_stage])
     assert [r.status.value for r in result.results] == ["ok"] * 3
     assert all(f"file {i}" in result.results[i].output for i in range(3))
     assert len(tool_runs(events, "read_stage")) == 1 and len(tool_runs(events, "read_file")) == 3
@@ -397,7 +361,7 @@ async def test_the_reads_that_did_not_start_early_run_as_one_stage_after_the_clo
 ) -> None:
     """Three reads start early; the batch closes with five more: those five
     are one read_stage, the three keep the results they already have."""
-    result, events = await _dispatch_reads_together(client, workspace, task_queue, 3, total=8)
+    result, events = await dispatch_reads_together(client, workspace, task_queue, 3, total=8)
     assert [r.status.value for r in result.results] == ["ok"] * 8
     assert all(f"file {i}" in result.results[i].output for i in range(8))
     assert len(tool_runs(events, "read_stage")) == 2 and tool_runs(events, "read_file") == []

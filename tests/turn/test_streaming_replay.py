@@ -2,7 +2,8 @@
 open-batch turn: dispatch signals, early plans and runs, the close update, a
 whole-batch approval) replays against the current code.
 
-    python -m tests.turn.test_streaming_replay     # re-record tests/histories/streaming_*.json
+    python -m tests.turn.test_streaming_replay [NAME ...]   # record tests/histories/streaming/NAME.json
+                                                             # (default: those not recorded yet)
 
 Re-record only after an intentional, versioned (workflow.patched) change.
 """
@@ -25,19 +26,23 @@ from activities.sandbox.binaries import find_binary
 from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
 from tests.support import load_history, save_history
+from tests.turn.test_streaming_support import dispatch_reads_together
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
 from workflows.turn import AgentTurnWorkflow
 
 HISTORIES = Path(__file__).parents[1] / "histories" / "streaming"  # apart: the turn replay test lists histories/*.json
 SESSION, TURN = "streaming_session", "streaming_turn"
+# Three reads dispatched together (one read_stage while the batch is open),
+# then the batch closes with five more (one read_stage beside them).
+EARLY_STAGE = "early_read_stage_turn"
 
 
 def load(name: str) -> WorkflowHistory:
     return load_history(HISTORIES, name)
 
 
-@pytest.mark.parametrize("name", [SESSION, TURN])
+@pytest.mark.parametrize("name", [SESSION, TURN, EARLY_STAGE])
 async def test_streaming_history_replays_against_current_code(name: str) -> None:
     replayer = Replayer(workflows=[AgentSessionWorkflow, AgentTurnWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(load(name), raise_on_replay_failure=False)
@@ -56,6 +61,16 @@ def test_the_recorded_turn_dispatched_while_streaming() -> None:
     assert len(signals) >= 2 and max(signals) < close
     assert markers[0] < close < markers[1]  # one read ran while streaming, the other after the write
     assert close < updates["decide"]  # the whole batch was approved after it closed
+
+
+def test_the_recorded_early_stage_turn_ran_its_reads_as_two_stages() -> None:
+    events = load(EARLY_STAGE).events
+    close = next(e.event_id for e in events if e.HasField("workflow_execution_update_accepted_event_attributes"))
+    ran = [(e.event_id, e.activity_task_scheduled_event_attributes.activity_type.name) for e in events
+           if e.HasField("activity_task_scheduled_event_attributes")]
+    stages = [at for at, name in ran if name == "read_stage"]
+    assert len(stages) == 2 and stages[0] < close < stages[1], ran
+    assert [name for _, name in ran if name != "read_stage"] == [], ran  # no read ran on its own
 
 
 # ---------------------------------------------------------------- recording
@@ -82,25 +97,37 @@ async def _record(client: Client, root: Path, server: ScriptedModelServer) -> tu
                 await client.get_workflow_handle(f"{sid}/turn-1").fetch_history())
 
 
-async def record() -> None:
+async def record(names: set[str]) -> None:
     env = await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter, dev_server_existing_path=find_binary("temporal"), ui=False
     )
     server = ScriptedModelServer().start()
     os.environ.update(OPENAI_API_KEY="recorder-key", OPENAI_BASE_URL=server.openai_base_url)
+    recorded: dict[str, WorkflowHistory] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            session, turn = await _record(env.client, Path(tmp), server)
-        for name, history in ((SESSION, session), (TURN, turn)):
-            save_history(HISTORIES, name, history)
-            print(f"{name}: {len(history.events)} events")
+            if names & {SESSION, TURN}:
+                recorded[SESSION], recorded[TURN] = await _record(env.client, Path(tmp), server)
+            if EARLY_STAGE in names:
+                await dispatch_reads_together(env.client, Path(tmp), "record-early-stage", 3, total=8)
+                recorded[EARLY_STAGE] = await env.client.get_workflow_handle("turn-record-early-stage").fetch_history()
+        for name in sorted(names):
+            save_history(HISTORIES, name, recorded[name])
+            print(f"{name}: {len(recorded[name].events)} events")
     finally:
         server.stop()
         await env.shutdown()
 
 
 def main() -> None:
-    asyncio.run(record())
+    """Record the histories named on the command line (default: those not
+    recorded yet; older ones are kept, the replay tests need them)."""
+    known = {SESSION, TURN, EARLY_STAGE}
+    names = set(sys.argv[1:]) or {n for n in known if not (HISTORIES / f"{n}.json").exists()}
+    unknown = names - known
+    if unknown:
+        sys.exit(f"unknown histories {sorted(unknown)}: choose from {sorted(known)}")
+    asyncio.run(record(names))
     sys.stdout.flush()
     os._exit(0)
 

@@ -1,15 +1,25 @@
-"""What the streaming tests read from a turn's history: the order in which
-dispatches arrived, tools ran and the batch closed."""
+"""What the streaming tests read from a turn's history (the order in which
+dispatches arrived, tools ran and the batch closed), and a turn whose reads
+are dispatched early, for them and for the recorded history."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
+import pytest
 from google.protobuf.json_format import MessageToDict
 from temporalio.client import Client
+
+from core.contracts import ToolCall, TurnInput, TurnResult, Workspace
+from core.names import CLOSE_BATCH_UPDATE, DISPATCH_CALLS_SIGNAL
+from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall, DispatchedCalls
+from runtime.worker import build_worker
+from workflows.turn import AgentTurnWorkflow
 
 
 @dataclass
@@ -56,3 +66,36 @@ def tool_runs(events: list[Event], tool: str) -> list[Event]:
 
 def first(events: list[Event], kind: str, name: str) -> Event:
     return next(e for e in events if e.kind == kind and e.name == name)
+
+
+async def dispatch_reads_together(client: Client, workspace: Path, task_queue: str, early: int,
+                                   total: int | None = None, **worker: object) -> tuple[TurnResult, list]:
+    """A turn whose first ``early`` reads arrive in one ``dispatch_calls``
+    signal and start before the batch closes with ``total`` reads (default:
+    those); its result and recorded events."""
+    total = early if total is None else total
+    for i in range(total):
+        (workspace / f"f{i}.txt").write_text(f"file {i}\n")
+    calls = [ToolCall(id=f"c{i}", name="read_file", arguments=f'{{"path": "f{i}.txt"}}') for i in range(total)]
+    turn = TurnInput(
+        turn_id=f"turn-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
+        tool_calls=[], open_batch=True,
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace), **worker):  # type: ignore[arg-type]
+        handle = await client.start_workflow(
+            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
+        )
+        await handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(
+            calls=[DispatchedCall(attempt=1, position=i, call=c) for i, c in enumerate(calls[:early])]
+        ))
+        for _ in range(500):  # until all have started early (the status query shows them)
+            progress = await handle.query(AgentTurnWorkflow.status)
+            if len(progress.calls) == early and all(c.state == "done" for c in progress.calls):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            pytest.fail(f"the dispatched reads did not all run early: {progress.calls}")
+        await handle.execute_update(CLOSE_BATCH_UPDATE, BatchClose(attempt=1, calls=calls), result_type=ClosedBatch)
+        result = await handle.result()
+        events = await turn_events(client, turn.turn_id)
+    return result, events
