@@ -36,11 +36,12 @@ from runtime.api import TurnClient, TurnProblem
 
 
 def validate_when_needed(command: str) -> Any:
-    """core.shell.validate_command, imported at the first call: the shell
-    parser would add ~0.1 s to the start of every command otherwise."""
+    """core.shell.validate_command, imported at the first call (commands
+    that judge no command line need not load the shell parser here)."""
     from core.shell import validate_command
 
     return validate_command(command)
+
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 MAX_BODY = 64 * 1024
