@@ -13,7 +13,6 @@ from core.session.providers import anthropic_request, tools_for
 from core.session.contracts import ModelConfig, TranscriptEntry
 
 
-
 def sdk() -> Any:
     """The ``anthropic`` SDK, imported on first use: a worker that never calls
     the model does not pay for the import (a few hundred milliseconds)."""

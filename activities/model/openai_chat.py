@@ -15,7 +15,6 @@ from core.session.providers import openai_messages, tools_for
 from core.session.contracts import ModelConfig, TranscriptEntry
 
 
-
 def sdk() -> Any:
     """The ``openai`` SDK, imported on first use: a worker that never calls
     the model does not pay for the import (a few hundred milliseconds)."""

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from core.contracts import PlannedCall, Snapshot, ToolRequest, TurnInput
@@ -44,3 +45,14 @@ def call_request(turn: TurnInput, call: PlannedCall, arguments: dict[str, Any],
         snapshot=snapshot,
         turn_id=turn.turn_id,
     )
+
+
+def stage_failure_details(err: ActivityError, failure_type: str) -> dict[str, Any]:
+    """What a stage activity attached to its failure of type ``failure_type``
+    (which call failed, the results before it), or {} when the stage failed
+    as a whole (a timeout, a lost worker)."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == failure_type and cause.details:
+        first = cause.details[0]
+        return first if isinstance(first, dict) else {}
+    return {}

@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.versions import Versions
     from core.tools.formatting import cancelled_result
     from workflows.activity_options import options_for
-    from workflows.stages.activity import call_request, run_stage_activity
+    from workflows.stages.activity import call_request, run_stage_activity, stage_failure_details
 
 STAGE_CHUNK = 32
 
@@ -149,10 +149,7 @@ class ReadStage:
 
     def _record_failure(self, chunk: list[PlannedCall], err: ActivityError) -> None:
         t = self._turn
-        cause = err.cause
-        details: dict[str, Any] = {}
-        if isinstance(cause, ApplicationError) and cause.type == CALL_FAILED and cause.details:
-            details = cause.details[0] if isinstance(cause.details[0], dict) else {}
+        details = stage_failure_details(err, CALL_FAILED)
         if "failed" not in details:  # the stage as a whole failed (timeout, lost worker)
             for call in chunk:
                 t._record(call, self._describe_failure(call, err))

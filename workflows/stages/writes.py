@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any, Callable, Protocol
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from activities.write_stage import CALL_FAILED, STAGE_TOOLS, WriteStageRequest, WriteStageResult
@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from core.names import WRITE_STAGE_ACTIVITY
     from core.turn.planning import snapshot_key
     from workflows.activity_options import options_for
-    from workflows.stages.activity import call_request, run_stage_activity
+    from workflows.stages.activity import call_request, run_stage_activity, stage_failure_details
 
 STAGE_CHUNK = 32
 
@@ -111,10 +111,7 @@ class WriteStage:
 
     def _record_failure(self, chunk: list[PlannedCall], err: ActivityError) -> PlannedCall:
         t = self._turn
-        cause = err.cause
-        details: dict[str, Any] = {}
-        if isinstance(cause, ApplicationError) and cause.type == CALL_FAILED and cause.details:
-            details = cause.details[0] if isinstance(cause.details[0], dict) else {}
+        details = stage_failure_details(err, CALL_FAILED)
         done = [ToolResult.model_validate(r) for r in details.get("done", [])]
         for call, one in zip(chunk, done):
             t._record(call, one)
