@@ -32,6 +32,7 @@ SLOWEST_FIRST = (
     "tests/txn/test_txn_worker_crash.py::test_sigkill_during_the_command_runs_it_again_once",
     "tests/cli/test_client_cli.py::test_every_bad_input_exits_2_with_a_message",
     "tests/txn/test_txn_rollback_crash.py::test_rollback_killed_midway_finishes_on_the_next_worker",
+    "tests/turn/test_streaming_crash.py::test_worker_killed_after_an_early_read_stage_the_next_worker_runs_only_the_rest",
     "tests/cli/test_session_cli.py::test_session_commands",
     "tests/cli/test_client_cli.py::test_approve_by_signal_while_the_worker_is_down",
     "tests/cli/test_waiting.py::test_approve_right_after_the_worker_holding_the_turn_was_killed",

@@ -15,7 +15,7 @@ from runtime import session_api as sessions
 from tests.model_server import Reply, ScriptedModelServer, tool
 from tests.processes import WorkerProcess, server_address
 from tests.session.test_session_support import model_server  # noqa: F401  (fixture)
-from tests.turn.test_streaming_support import tool_runs, turn_events
+from tests.turn.test_streaming_support import close_and_finish, start_with_early_reads, tool_runs, turn_events
 
 CONTENT = "line of a file the model is still writing\n" * 12
 
@@ -72,3 +72,26 @@ async def test_worker_killed_mid_stream_after_a_dispatched_call_ran(
     assert [(c.id, c.name) for c in entries[2].tool_calls] == [("toolu_0_0", "read_file"), ("toolu_1_1", "write_file")]
     assert [b["tool_use_id"] for b in entries[3].items] == ["toolu_0_0", "toolu_1_1"]
     assert all(b["is_error"] is False for b in entries[3].items)
+
+
+async def test_worker_killed_after_an_early_read_stage_the_next_worker_runs_only_the_rest(
+    client: Client, workspace: Path, task_queue: str, tmp_path: Path
+) -> None:
+    """SIGKILL after three streamed reads ran as one stage (its result in the
+    history) and before the batch closed: the next worker takes those three
+    results from the history and runs only the five others, as one stage."""
+    address = server_address(client)
+    first = WorkerProcess(address, workspace, task_queue, tmp_path / "worker1.log").start()
+    try:
+        handle, calls = await start_with_early_reads(client, workspace, task_queue, 3, total=8)
+        first.kill()
+    finally:
+        first.stop()
+    second = WorkerProcess(address, workspace, task_queue, tmp_path / "worker2.log").start()
+    try:
+        result, events = await close_and_finish(client, handle, calls)
+    finally:
+        assert second.stop() == 0
+    assert [r.status.value for r in result.results] == ["ok"] * 8
+    assert all(f"file {i}" in result.results[i].output for i in range(8))
+    assert len(tool_runs(events, "read_stage")) == 2 and tool_runs(events, "read_file") == []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf.json_format import MessageToDict
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from core.contracts import ToolCall, TurnInput, TurnResult, Workspace
 from core.names import CLOSE_BATCH_UPDATE, DISPATCH_CALLS_SIGNAL
@@ -68,11 +68,11 @@ def first(events: list[Event], kind: str, name: str) -> Event:
     return next(e for e in events if e.kind == kind and e.name == name)
 
 
-async def dispatch_reads_together(client: Client, workspace: Path, task_queue: str, early: int,
-                                   total: int | None = None, **worker: object) -> tuple[TurnResult, list]:
-    """A turn whose first ``early`` reads arrive in one ``dispatch_calls``
-    signal and start before the batch closes with ``total`` reads (default:
-    those); its result and recorded events."""
+async def start_with_early_reads(client: Client, workspace: Path, task_queue: str, early: int,
+                                 total: int | None = None) -> tuple[WorkflowHandle, list[ToolCall]]:
+    """Start a turn whose first ``early`` reads arrive in one
+    ``dispatch_calls`` signal, and wait until they have run (a worker must
+    poll ``task_queue``); the handle and the ``total`` reads to close with."""
     total = early if total is None else total
     for i in range(total):
         (workspace / f"f{i}.txt").write_text(f"file {i}\n")
@@ -81,21 +81,33 @@ async def dispatch_reads_together(client: Client, workspace: Path, task_queue: s
         turn_id=f"turn-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
         tool_calls=[], open_batch=True,
     )
+    handle = await client.start_workflow(
+        AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
+    )
+    await handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(
+        calls=[DispatchedCall(attempt=1, position=i, call=c) for i, c in enumerate(calls[:early])]
+    ))
+    for _ in range(500):  # until all have started early (the status query shows them)
+        progress = await handle.query(AgentTurnWorkflow.status)
+        if len(progress.calls) == early and all(c.state == "done" for c in progress.calls):
+            break
+        await asyncio.sleep(0.02)
+    else:
+        pytest.fail(f"the dispatched reads did not all run early: {progress.calls}")
+    return handle, calls
+
+
+async def close_and_finish(client: Client, handle: WorkflowHandle, calls: list[ToolCall]) -> tuple[TurnResult, list]:
+    """Close the batch with ``calls``; the turn's result and recorded events."""
+    await handle.execute_update(CLOSE_BATCH_UPDATE, BatchClose(attempt=1, calls=calls), result_type=ClosedBatch)
+    result = await handle.result()
+    return result, await turn_events(client, handle.id)
+
+
+async def dispatch_reads_together(client: Client, workspace: Path, task_queue: str, early: int,
+                                  total: int | None = None, **worker: object) -> tuple[TurnResult, list]:
+    """``start_with_early_reads`` then ``close_and_finish``, on a worker of
+    this process."""
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace), **worker):  # type: ignore[arg-type]
-        handle = await client.start_workflow(
-            AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue, result_type=TurnResult
-        )
-        await handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(
-            calls=[DispatchedCall(attempt=1, position=i, call=c) for i, c in enumerate(calls[:early])]
-        ))
-        for _ in range(500):  # until all have started early (the status query shows them)
-            progress = await handle.query(AgentTurnWorkflow.status)
-            if len(progress.calls) == early and all(c.state == "done" for c in progress.calls):
-                break
-            await asyncio.sleep(0.02)
-        else:
-            pytest.fail(f"the dispatched reads did not all run early: {progress.calls}")
-        await handle.execute_update(CLOSE_BATCH_UPDATE, BatchClose(attempt=1, calls=calls), result_type=ClosedBatch)
-        result = await handle.result()
-        events = await turn_events(client, turn.turn_id)
-    return result, events
+        handle, calls = await start_with_early_reads(client, workspace, task_queue, early, total)
+        return await close_and_finish(client, handle, calls)
