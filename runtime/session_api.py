@@ -37,8 +37,7 @@ from core.session.contracts import (
     SessionView,
     TranscriptEntry,
 )
-from core.names import SESSION_WORKFLOW, STATUS_QUERY
-from workflows.session import AgentSessionWorkflow
+from core.names import CLOSE_SIGNAL, SEND_SIGNAL, SESSION_WORKFLOW, STATUS_QUERY
 from runtime.queues import fresh_pollers, other_workspace_problem, queue_for_workspace
 from runtime.visibility import session_attributes
 
@@ -113,7 +112,7 @@ async def start_session(
         raise SessionError(f"session {session_id} was not started: {problem}")
     attributes = await session_attributes(client, session.workspace.root)
     await client.start_workflow(
-        AgentSessionWorkflow.run,
+        SESSION_WORKFLOW,
         session,
         id=session_id,
         task_queue=workflow_task_queue or session.workspace.task_queue,
@@ -140,7 +139,7 @@ async def session_status(client: Client, session_id: str) -> SessionView:
     handle = client.get_workflow_handle(session_id)
     try:
         status = await handle.query(
-            AgentSessionWorkflow.status, result_type=SessionStatus, rpc_timeout=timedelta(seconds=QUERY_TIMEOUT_S)
+            STATUS_QUERY, result_type=SessionStatus, rpc_timeout=timedelta(seconds=QUERY_TIMEOUT_S)
         )
     except RPCError as exc:
         if exc.status not in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
@@ -242,7 +241,7 @@ async def send(
     before = await session_status(client, session_id)
     if before.state.ended:
         raise SessionError(f"session {session_id} has ended ({before.state.value}): start a new one")
-    await client.get_workflow_handle(session_id).signal(AgentSessionWorkflow.send, text)
+    await client.get_workflow_handle(session_id).signal(SEND_SIGNAL, text)
     if not wait:
         return None
     return await wait_for_answer(
@@ -254,7 +253,7 @@ async def send(
 async def _decide(
     client: Client, session_id: str, approve: bool, approver: str, reason: str, digest: str | None
 ) -> DecisionRecord:
-    status = await client.get_workflow_handle(session_id).query(AgentSessionWorkflow.status, result_type=SessionStatus)
+    status = await client.get_workflow_handle(session_id).query(STATUS_QUERY, result_type=SessionStatus)
     turn_id = status.current_turn_id
     if not turn_id:
         raise SessionError(f"session {session_id} is {status.state.value}: no turn is waiting for approval")
@@ -292,7 +291,7 @@ async def transcript(client: Client, session_id: str) -> list[TranscriptEntry]:
     in the workspace's artifacts folder, so this runs where the workspace is."""
     from activities.model.transcript_store import TranscriptStore  # I/O lives activity-side
 
-    status = await client.get_workflow_handle(session_id).query(AgentSessionWorkflow.status, result_type=SessionStatus)
+    status = await client.get_workflow_handle(session_id).query(STATUS_QUERY, result_type=SessionStatus)
     root = Path(status.workspace.root)
     if not root.is_dir():
         raise SessionError(
@@ -310,7 +309,7 @@ async def close(client: Client, session_id: str, reason: str = "") -> SessionRes
     handle = client.get_workflow_handle(session_id, result_type=SessionResult)
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.RUNNING:
-        await handle.signal(AgentSessionWorkflow.close, reason)
+        await handle.signal(CLOSE_SIGNAL, reason)
     return await handle.result()
 
 

@@ -56,6 +56,11 @@ with workflow.unsafe.imports_passed_through():
         snapshot_key,
     )
     from core.tools.specs import BASH, TOOLS
+    # The bash tool's safety check (core.tools.specs) imports the shell
+    # validator at its first call. Imported here, it is passed through, so
+    # that first call finds it loaded instead of building bashlex's parser
+    # inside the sandbox (which refuses bashlex's own use of os.path).
+    import core.shell  # noqa: F401
     from core.turn.limits import MAX_CALLS_PER_TURN
     from workflows.turn_preview import TurnPreviews
     from workflows.activity_options import LOCAL_START_TO_CLOSE, ToolActivityOptions, options_for

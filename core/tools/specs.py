@@ -9,15 +9,17 @@ the schema a model sees and the validation it gets can never drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.contracts import PendingCall
 from core.names import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, WRITE_FILE
-from core.shell import Verdict, validate_command
 from core.tools.formatting import shown
 from core.tools.review import review_arguments, review_command, review_edit, review_write
+
+if TYPE_CHECKING:
+    from core.shell import Verdict
 
 DEFAULT_READ_LIMIT = 2000
 MAX_READ_LIMIT = 10_000
@@ -159,6 +161,12 @@ def _never(_: ToolArgs) -> bool:
 
 
 def bash_verdict(args: ToolArgs) -> Verdict:
+    # Imported here: the shell validator builds bashlex's parser tables when
+    # first imported (~0.1 s of CPU), which a process that only starts turns
+    # or reads their status (the command line) never needs. The workflows and
+    # activities import core.shell themselves, at load time.
+    from core.shell import validate_command
+
     assert isinstance(args, BashArgs)
     return validate_command(args.command)
 
