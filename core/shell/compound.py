@@ -228,11 +228,11 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
             )
         return rej("a redirection without a command", "put the program before the redirection")
     # (the program word was checked by split_tokens)
-    globs = tuple(w.glob for w in words)
-    if any(globs):
-        argv = tuple(("./" + w.value) if w.glob and w.value[0] in "*?[" else w.value for w in words)
+    globs = tuple([w.glob for w in words])
+    if True in globs:
+        argv = tuple([("./" + w.value) if w.glob and w.value[0] in "*?[" else w.value for w in words])
     else:
-        argv, globs = tuple(w.value for w in words), ()
+        argv, globs = tuple([w.value for w in words]), ()
     if redirs:
         red = _redirects(redirs, cwd, facts)
         if isinstance(red, J):
@@ -264,7 +264,7 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
     lost = lost or j.destructive
     command = SimpleCommand(
         argv, globs, tuple(out), stdin_text, verdict, reason, lost,  # type: ignore[arg-type]
-        tuple((a.name, a.value) for a in env),
+        tuple([(a.name, a.value) for a in env]) if env else (),
     )
     return command, J(verdict, reason, None, lost), program, paths + rpaths if rpaths else paths
 
