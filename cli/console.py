@@ -31,17 +31,8 @@ from cli.console_page import PAGE
 from core.contracts import TurnStatus
 from core.tools.display import short_digest
 from core.tools.formatting import shown
-from core.tools.specs import describe_pending_call
+from core.tools.specs import command_verdict, describe_pending_call
 from runtime.api import TurnClient, TurnProblem
-
-
-def validate_when_needed(command: str) -> Any:
-    """core.shell.validate_command, imported at the first call (commands
-    that judge no command line need not load the shell parser here)."""
-    from core.shell import validate_command
-
-    return validate_command(command)
-
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 MAX_BODY = 64 * 1024
@@ -102,7 +93,7 @@ class Console:
                     entry["ignored"] = shown(progress.ignored_decision)
                     entry["calls"] = [
                         {"title": f"#{p.index + 1} {shown(p.name)}", "reason": shown(p.reason),
-                         "text": describe_pending_call(p, validate_when_needed)}
+                         "text": describe_pending_call(p, command_verdict)}
                         for p in progress.pending
                     ]
             listed.append(entry)

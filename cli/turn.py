@@ -29,7 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 import cli.rollback
 from runtime.queues import queue_for_workspace
-from cli.console import cmd_console, validate_when_needed
+from cli.console import cmd_console
 from cli.progress import ProgressLine, farewell, following, quiet_stdout
 from runtime.api import NoWorker, TurnClient, TurnInputError, TurnProblem, build_turn_input, load_offloaded
 
@@ -38,8 +38,7 @@ import cli.session
 from core.tools.call_documents import CallDocumentError, calls_from_document
 from core.contracts import Policy, Snapshot, TurnInput, TurnProgress, TurnResult, TurnStatus
 from core.tools.formatting import render_text, shown
-from core.tools.specs import describe_pending_call
-from core.tools.specs import tool_definitions
+from core.tools.specs import command_verdict, describe_pending_call, tool_definitions
 from core.contracts import POLICY_MODES
 from runtime.connection import ConnectionFailed, connect
 
@@ -80,7 +79,7 @@ def cmd_check_command(args: argparse.Namespace) -> int:
     else:
         commands = [line for line in text.splitlines() if line.strip()]
     for command in commands:
-        verdict = validate_when_needed(command)
+        verdict = command_verdict(command)
         _out(
             json.dumps(
                 {
@@ -332,7 +331,7 @@ async def cmd_show(client: Client, args: argparse.Namespace) -> int:
     _out(f"turn {args.turn_id} waits for approval of {len(progress.pending)} call(s)")
     _out(f"batch digest: {progress.batch_digest}\n")
     for pending in progress.pending:
-        _out(describe_pending_call(pending, validate_when_needed))  # escaped, cuts said
+        _out(describe_pending_call(pending, command_verdict))  # escaped, cuts said
         _out()
     return EXIT_OK
 

@@ -160,15 +160,20 @@ def _never(_: ToolArgs) -> bool:
     return False
 
 
-def bash_verdict(args: ToolArgs) -> Verdict:
-    # Imported here: the shell validator builds bashlex's parser tables when
-    # first imported (~0.1 s of CPU), which a process that only starts turns
-    # or reads their status (the command line) never needs. The workflows and
-    # activities import core.shell themselves, at load time.
+def command_verdict(command: str) -> Verdict:
+    """``core.shell.validate_command``, imported at the first call: the shell
+    validator builds bashlex's parser tables when first imported (~0.1 s of
+    CPU), which a process that only starts turns or reads their status (the
+    command line) never needs. The workflows and activities import core.shell
+    themselves, at load time."""
     from core.shell import validate_command
 
+    return validate_command(command)
+
+
+def bash_verdict(args: ToolArgs) -> Verdict:
     assert isinstance(args, BashArgs)
-    return validate_command(args.command)
+    return command_verdict(args.command)
 
 
 def _bash_is_read_only(args: ToolArgs) -> bool:
