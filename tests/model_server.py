@@ -58,6 +58,11 @@ class Reply:
     first_token_delay_s: float = 0.0
     # Close the connection after this many streamed pieces (a broken stream).
     drop_after_pieces: int | None = None
+    # How a streamed OpenAI answer frames its tool calls: "indexed" (OpenAI:
+    # an index per call, id and name in its first delta), "same_index" (each
+    # call whole under index 0, as Ollama sends them) or "no_index" (no
+    # index; later fragments carry no id, as Gemini's compatible API sends them).
+    openai_tool_framing: str = "indexed"
 
 
 @dataclass
@@ -354,10 +359,16 @@ def _openai_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tuple
     for piece in _pieces(reply.text, reply.chars_per_token):
         events.append((chunk({"content": piece}), True))
     for i, call in enumerate(reply.tool_calls):
-        opening = {"index": i, "id": f"call_{index}_{i}", "type": "function", "function": {"name": call.name, "arguments": ""}}
+        call_id, arguments = f"call_{index}_{i}", _arguments_text(call)
+        if reply.openai_tool_framing == "same_index":
+            whole = {"index": 0, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+            events.append((chunk({"tool_calls": [whole]}), True))
+            continue
+        numbered = {} if reply.openai_tool_framing == "no_index" else {"index": i}
+        opening = {**numbered, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}
         events.append((chunk({"tool_calls": [opening]}), True))
-        for piece in _pieces(_arguments_text(call), reply.chars_per_token):
-            events.append((chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}), True))
+        for piece in _pieces(arguments, reply.chars_per_token):
+            events.append((chunk({"tool_calls": [{**numbered, "function": {"arguments": piece}}]}), True))
     events.append((chunk({}, _openai_finish(reply)), False))
     if (body.get("stream_options") or {}).get("include_usage"):
         events.append((f"data: {json.dumps({**base, 'choices': [], 'usage': _openai_usage(reply)})}\n\n", False))

@@ -86,10 +86,12 @@ async def stream_model(
     api_key: str,
     base_url: str | None,
     on_closed: Callable[[list[AssembledCall]], None],
+    id_prefix: str = "call",
 ) -> AssembledResponse:
-    """Stream one response; ``on_closed`` gets the calls each item closed."""
+    """Stream one response; ``on_closed`` gets the calls each item closed.
+    Calls the server sent without a usable id are named ``{id_prefix}_{position}``."""
     module = _PROVIDERS[config.provider]
-    assembler = StreamAssembler(config.provider)
+    assembler = StreamAssembler(config.provider, id_prefix)
     async for item in module.stream_items(_client(config.provider, api_key, base_url), config, entries):
         on_closed(assembler.feed(item))
     return assembler.finish()
@@ -255,7 +257,8 @@ def session_activities(
 
         beat = asyncio.create_task(_heartbeat_forever())
         try:
-            response = await stream_model(config, entries, api_key, base_url, progress)
+            response = await stream_model(config, entries, api_key, base_url, progress,
+                                          id_prefix=f"call_m{request.call_number}")
         except Exception as exc:
             if dispatcher is not None:  # a retry dispatches again
                 dispatcher.cancel()

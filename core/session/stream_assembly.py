@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
+from core.contracts import MAX_ID_CHARS
 from core.tools.arguments import repair_json
 
 Provider = Literal["openai", "anthropic"]
@@ -144,10 +145,18 @@ class AssembledResponse:
 
 
 class StreamAssembler:
-    def __init__(self, provider: Provider) -> None:
+    """``id_prefix`` names the calls a server sent without a usable id (none,
+    one used twice in the response, or longer than a call id may be): each
+    gets ``{id_prefix}_{position}``, so every result can be matched to its
+    call. Make it unique in the conversation (the model call's number)."""
+
+    def __init__(self, provider: Provider, id_prefix: str = "call") -> None:
         self.provider = provider
+        self._id_prefix = id_prefix
+        self._ids_given: set[str] = set()
         self._text: list[str] = []
-        self._calls: dict[int, AssembledCall] = {}  # by the stream's own index
+        self._calls: dict[int, AssembledCall] = {}  # by the stream's own index (OpenAI: see _openai_key)
+        self._openai_keys: dict[int, int] = {}  # a tool_calls index -> the call it currently names
         self.usage = Usage()
         self._stop: str | None = None
         self._response_id = ""
@@ -203,10 +212,43 @@ class StreamAssembler:
                 self._text.append(delta["content"])
             for tc in delta.get("tool_calls") or []:
                 function = tc.get("function") or {}
-                call = self._call_for(tc.get("index", 0), tc.get("id"), function.get("name"))
+                key = self._openai_key(tc.get("index"), tc.get("id"), function.get("name"))
+                call = self._call_for(key, tc.get("id"), function.get("name"))
                 self._append_arguments(call, function.get("arguments") or "")
             if choice.get("finish_reason"):
                 self._stop = choice["finish_reason"]
+
+    def _openai_key(self, index: Any, call_id: str | None, name: str | None) -> int:
+        """Which call a ``tool_calls`` delta continues or opens.
+
+        OpenAI numbers each call of a response and sends the id and name only
+        with a call's first delta. Compatible servers differ: some send every
+        call whole under index 0 (Ollama), some send no index at all (Gemini).
+        Merging those would run one call with two calls' arguments glued
+        together and drop the other, so a delta opens a new call when it
+        brings an id other than the one its index holds, or a name after the
+        held call's arguments closed; a delta without an index continues the
+        call its id names, else the latest one."""
+        if isinstance(index, int):
+            key = self._openai_keys.get(index)
+            if key is None or self._starts_another(self._calls[key], call_id, name):
+                key = self._openai_keys[index] = len(self._calls)
+            return key
+        if call_id:
+            for key, call in self._calls.items():
+                if call.id == call_id:
+                    return key
+            return len(self._calls)
+        if self._calls:
+            latest = max(self._calls)
+            return len(self._calls) if self._starts_another(self._calls[latest], call_id, name) else latest
+        return 0
+
+    @staticmethod
+    def _starts_another(held: AssembledCall, call_id: str | None, name: str | None) -> bool:
+        if call_id and held.id and call_id != held.id:
+            return True
+        return bool(name) and held._scanner.closed
 
     def _feed_anthropic(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -258,14 +300,24 @@ class StreamAssembler:
             if call.complete and not call._yielded and call.id and call.name:
                 call._yielded = True
                 call.final_arguments = call.raw_arguments
+                self._settle_id(call)
                 out.append(call)
         return out
+
+    def _settle_id(self, call: AssembledCall) -> None:
+        if not call.id or len(call.id) > MAX_ID_CHARS or call.id in self._ids_given:
+            call.id = f"{self._id_prefix}_{call.position}"
+            while call.id in self._ids_given:
+                call.id += "_"
+        self._ids_given.add(call.id)
 
     # ------------------------------------------------------------ finishing
     def finish(self) -> AssembledResponse:
         calls = sorted(self._calls.values(), key=lambda c: c.position)
         for call in calls:
-            _finalise(call)
+            if not call._yielded:
+                _finalise(call)
+                self._settle_id(call)
         stop = _STOP_NAMES.get(self._stop or "", self._stop or STOP_END)
         return AssembledResponse(
             text="".join(self._text),

@@ -90,3 +90,31 @@ async def test_each_tool_call_surfaces_while_the_model_still_streams(
     assert view.last_answer == "ok"
     assert [(p, n) for p, n, _ in seen] == [(0, "glob"), (1, "grep")]
     assert seen[0][2] == 1  # glob was complete while the stream was still open
+
+
+async def test_openai_compatible_servers_that_number_calls_their_own_way(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    """Through the real openai SDK: a server that sends every call whole
+    under index 0 (Ollama) and one that sends no index (Gemini) still get
+    two calls run and two results back, one per id."""
+    (workspace / "a.py").write_text("A = 1\n")
+    (workspace / "b.py").write_text("B = 2\n")
+    calls = [tool("read_file", path="a.py"), tool("read_file", path="b.py")]
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        for n, framing in enumerate(["same_index", "no_index"]):
+            model_server.add(Reply(tool_calls=calls, openai_tool_framing=framing), Reply(text=f"read both ({framing})"))
+            sid = await sessions.start_session(
+                client, workspace=workspace, task_queue=task_queue, provider="openai", model="scripted-model",
+                prompt="read a.py and b.py", policy="auto",
+            )
+            view = await sessions.wait_for_answer(client, sid, timeout=60)
+            assert view.last_answer == f"read both ({framing})", view
+            follow_up = model_server.requests[2 * n + 1].body["messages"]
+            assistant = next(m for m in follow_up if m["role"] == "assistant")
+            assert [json.loads(c["function"]["arguments"]) for c in assistant["tool_calls"]] == [
+                {"path": "a.py"}, {"path": "b.py"}]
+            answers = [m for m in follow_up if m["role"] == "tool"]
+            assert [m["tool_call_id"] for m in answers] == [c["id"] for c in assistant["tool_calls"]]
+            assert "A = 1" in answers[0]["content"] and "B = 2" in answers[1]["content"], framing
+            await sessions.close(client, sid, "done")

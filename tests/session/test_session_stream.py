@@ -122,6 +122,83 @@ def test_unparseable_arguments_are_left_for_validation_to_report() -> None:
     assert call.arguments_object() == {}
 
 
+def _delta(*tool_calls: dict) -> dict:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": list(tool_calls)}}]}
+
+
+def _whole(call_id: str | None, name: str, args: str, index: int | None = None) -> dict:
+    tc: dict = {"type": "function", "function": {"name": name, "arguments": args}}
+    if call_id is not None:
+        tc["id"] = call_id
+    if index is not None:
+        tc["index"] = index
+    return tc
+
+
+A, B = '{"path": "a.py"}', '{"pattern": "x", "path": "src"}'
+# How OpenAI-compatible servers frame two calls of one response. Each must
+# come out as two calls, never one call with both argument texts glued.
+FRAMINGS = {
+    # OpenAI itself: an index per call, the id and name with its first delta.
+    "openai": [_delta(_whole("c1", "read_file", "", 0)), _delta({"index": 0, "function": {"arguments": A}}),
+               _delta(_whole("c2", "grep", "", 1)), _delta({"index": 1, "function": {"arguments": B}})],
+    # Ollama: every call whole, each under index 0.
+    "same index, whole calls": [_delta(_whole("c1", "read_file", A, 0)), _delta(_whole("c2", "grep", B, 0))],
+    # Both calls in one chunk, both under index 0.
+    "same index, one chunk": [_delta(_whole("c1", "read_file", A, 0), _whole("c2", "grep", B, 0))],
+    # Gemini: no index; a call's later argument fragments carry no id either.
+    "no index": [_delta(_whole("c1", "read_file", A[:5])), _delta({"function": {"arguments": A[5:]}}),
+                 _delta(_whole("c2", "grep", B[:7])), _delta({"function": {"arguments": B[7:]}})],
+    # No index, no ids, each call whole: only the names tell them apart.
+    "no index, no ids": [_delta(_whole(None, "read_file", A)), _delta(_whole(None, "grep", B))],
+    # Index 0 reused without ids: a name after the held call's JSON closed opens the next.
+    "same index, no ids": [_delta(_whole(None, "read_file", A, 0)), _delta(_whole(None, "grep", B, 0))],
+}
+
+
+@pytest.mark.parametrize("framing", list(FRAMINGS))
+def test_two_calls_stay_two_however_a_server_numbers_them(framing: str) -> None:
+    assembler = StreamAssembler("openai", id_prefix="call_m3")
+    surfaced = assembler.feed_all(FRAMINGS[framing] + [{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}])
+    calls = assembler.finish().calls
+    assert [(c.name, json.loads(c.final_arguments)) for c in calls] == [("read_file", json.loads(A)), ("grep", json.loads(B))]
+    assert all(c.repair == "" for c in calls)
+    ids = [c.id for c in calls]
+    assert len(set(ids)) == 2 and all(ids)
+    if "no ids" not in framing:
+        assert ids == ["c1", "c2"]
+        # each surfaced while streaming, with the arguments it finally has
+        assert [(c.id, c.final_arguments) for c in surfaced] == [(c.id, c.final_arguments) for c in calls]
+    else:
+        assert ids == ["call_m3_0", "call_m3_1"]
+
+
+@pytest.mark.parametrize(
+    "ids, expected",
+    [
+        (["c1", "c1"], ["c1", "call_m2_1"]),  # a repeated id would answer one call twice
+        (["", "c2"], ["call_m2_0", "c2"]),
+        (["x" * 300, "c2"], ["call_m2_0", "c2"]),  # longer than a turn accepts
+        (["call_m2_1", ""], ["call_m2_1", "call_m2_1_"]),  # a made-up id never repeats a real one
+    ],
+)
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_every_call_gets_an_id_of_its_own(provider: str, ids: list[str], expected: list[str]) -> None:
+    calls = [("read_file", A), ("grep", B)]
+    items = openai_chunks(calls) if provider == "openai" else anthropic_events(calls)
+    ordinal = 0
+    for item in items:  # swap the generated ids for the server's
+        for tc in ((item.get("choices") or [{}])[0].get("delta") or {}).get("tool_calls") or []:
+            if "id" in tc:
+                tc["id"], ordinal = ids[ordinal], ordinal + 1
+        block = item.get("content_block") or {}
+        if block.get("type") == "tool_use":
+            block["id"], ordinal = ids[ordinal], ordinal + 1
+    assembler = StreamAssembler(provider, id_prefix="call_m2")  # type: ignore[arg-type]
+    assembler.feed_all(items)
+    assert [c.id for c in assembler.finish().calls] == expected
+
+
 def test_transcript_nodes_are_content_addressed_and_verified() -> None:
     entry = TranscriptEntry(kind="user", text="hello")
     digest, data = encode_node(None, entry)
