@@ -63,6 +63,9 @@ class Reply:
     # call whole under index 0, as Ollama sends them) or "no_index" (no
     # index; later fragments carry no id, as Gemini's compatible API sends them).
     openai_tool_framing: str = "indexed"
+    # Extra fields in each streamed OpenAI tool call's first delta (Gemini's
+    # compatible API adds {"extra_content": {"google": {"thought_signature": ...}}}).
+    openai_call_extra: dict[str, Any] | None = None
 
 
 @dataclass
@@ -360,12 +363,15 @@ def _openai_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tuple
         events.append((chunk({"content": piece}), True))
     for i, call in enumerate(reply.tool_calls):
         call_id, arguments = f"call_{index}_{i}", _arguments_text(call)
+        extra = reply.openai_call_extra or {}
         if reply.openai_tool_framing == "same_index":
-            whole = {"index": 0, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+            whole = {"index": 0, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": arguments},
+                     **extra}
             events.append((chunk({"tool_calls": [whole]}), True))
             continue
         numbered = {} if reply.openai_tool_framing == "no_index" else {"index": i}
-        opening = {**numbered, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        opening = {**numbered, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""},
+                   **extra}
         events.append((chunk({"tool_calls": [opening]}), True))
         for piece in _pieces(arguments, reply.chars_per_token):
             events.append((chunk({"tool_calls": [{**numbered, "function": {"arguments": piece}}]}), True))

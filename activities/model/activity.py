@@ -272,7 +272,9 @@ def session_activities(
         if dispatcher is not None:  # the transcript records the merged batch
             over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
             bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls, abandon=over))
-        assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls)
+        extras = {c.id: c.extra for c in response.calls if c.extra}
+        assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls,
+                                    call_extras=extras if config.provider == "openai" else {})
         try:
             bounded.transcript_head = await asyncio.to_thread(store.append, head, [assistant])
         except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:

@@ -84,6 +84,10 @@ class TranscriptEntry(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     turn_id: str = ""
     items: list[dict[str, Any]] = Field(default_factory=list)
+    # "assistant", OpenAI-compatible servers: fields a server added to a tool
+    # call beyond id, type and function, by call id, sent back with the call
+    # (Gemini's thought signatures must come back or the next request fails).
+    call_extras: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class ModelCallRequest(BaseModel):

@@ -70,7 +70,8 @@ def openai_messages(entries: list[TranscriptEntry]) -> list[dict[str, Any]]:
             message: dict[str, Any] = {"role": "assistant", "content": entry.text or None}
             if entry.tool_calls:
                 message["tool_calls"] = [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _arguments_text(c)}}
+                    {**entry.call_extras.get(c.id, {}),
+                     "id": c.id, "type": "function", "function": {"name": c.name, "arguments": _arguments_text(c)}}
                     for c in entry.tool_calls
                 ]
             elif not entry.text:

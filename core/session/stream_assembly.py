@@ -32,6 +32,10 @@ _STOP_NAMES = {
 }
 
 
+# What OpenAI's own tool_calls deltas hold; anything else a server adds is kept.
+_OPENAI_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
+
+
 class JsonScanner:
     """Tracks where a growing JSON text stands: inside a string or not, the
     open brackets, and whether the top-level value has closed."""
@@ -113,6 +117,9 @@ class AssembledCall:
     # How the final arguments were obtained: "" (as sent), "repaired", "truncated", "unparsed".
     repair: str = ""
     final_arguments: str = ""
+    # Fields the server added to the call beyond index, id, type and function
+    # (OpenAI-compatible servers; sent back with the call).
+    extra: dict[str, Any] = field(default_factory=dict)
     _scanner: JsonScanner = field(default_factory=JsonScanner, repr=False)
     _yielded: bool = field(default=False, repr=False)
 
@@ -214,6 +221,7 @@ class StreamAssembler:
                 function = tc.get("function") or {}
                 key = self._openai_key(tc.get("index"), tc.get("id"), function.get("name"))
                 call = self._call_for(key, tc.get("id"), function.get("name"))
+                call.extra.update((k, v) for k, v in tc.items() if k not in _OPENAI_CALL_FIELDS)
                 self._append_arguments(call, function.get("arguments") or "")
             if choice.get("finish_reason"):
                 self._stop = choice["finish_reason"]

@@ -97,13 +97,16 @@ async def test_openai_compatible_servers_that_number_calls_their_own_way(
 ) -> None:
     """Through the real openai SDK: a server that sends every call whole
     under index 0 (Ollama) and one that sends no index (Gemini) still get
-    two calls run and two results back, one per id."""
+    two calls run and two results back, one per id; what a server adds to a
+    call (Gemini's thought signature) goes back with the call."""
     (workspace / "a.py").write_text("A = 1\n")
     (workspace / "b.py").write_text("B = 2\n")
     calls = [tool("read_file", path="a.py"), tool("read_file", path="b.py")]
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
         for n, framing in enumerate(["same_index", "no_index"]):
-            model_server.add(Reply(tool_calls=calls, openai_tool_framing=framing), Reply(text=f"read both ({framing})"))
+            signed = {"extra_content": {"google": {"thought_signature": f"sig-{framing}"}}}
+            model_server.add(Reply(tool_calls=calls, openai_tool_framing=framing, openai_call_extra=signed),
+                             Reply(text=f"read both ({framing})"))
             sid = await sessions.start_session(
                 client, workspace=workspace, task_queue=task_queue, provider="openai", model="scripted-model",
                 prompt="read a.py and b.py", policy="auto",
@@ -114,6 +117,7 @@ async def test_openai_compatible_servers_that_number_calls_their_own_way(
             assistant = next(m for m in follow_up if m["role"] == "assistant")
             assert [json.loads(c["function"]["arguments"]) for c in assistant["tool_calls"]] == [
                 {"path": "a.py"}, {"path": "b.py"}]
+            assert [c.get("extra_content") for c in assistant["tool_calls"]] == [signed["extra_content"]] * 2
             answers = [m for m in follow_up if m["role"] == "tool"]
             assert [m["tool_call_id"] for m in answers] == [c["id"] for c in assistant["tool_calls"]]
             assert "A = 1" in answers[0]["content"] and "B = 2" in answers[1]["content"], framing

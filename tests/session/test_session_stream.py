@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from core.contracts import ToolCall
 from core.session.contracts import TranscriptEntry
 from core.session.stream_assembly import STOP_MAX_TOKENS, STOP_TOOL_USE, JsonScanner, StreamAssembler, complete_truncated
 from core.session.transcript import TranscriptCorrupted, decode_node, encode_node
@@ -171,6 +172,32 @@ def test_two_calls_stay_two_however_a_server_numbers_them(framing: str) -> None:
         assert [(c.id, c.final_arguments) for c in surfaced] == [(c.id, c.final_arguments) for c in calls]
     else:
         assert ids == ["call_m3_0", "call_m3_1"]
+
+
+def test_what_a_server_adds_to_a_call_goes_back_with_it() -> None:
+    from core.session.providers import openai_messages
+
+    signature = {"google": {"thought_signature": "c2lnbmF0dXJl"}}
+    assembler = StreamAssembler("openai")
+    assembler.feed_all([
+        _delta({**_whole("c1", "read_file", A[:4]), "extra_content": signature}),
+        _delta({"function": {"arguments": A[4:]}}),
+        _delta({"extra_content": signature}),  # a delta that only carries metadata (Gemini sends these)
+        _delta(_whole("c2", "grep", B)),
+    ])
+    calls = assembler.finish().calls
+    assert [c.extra for c in calls] == [{"extra_content": signature}, {}]
+    entry = TranscriptEntry(kind="assistant", tool_calls=[ToolCall(id=c.id, name=c.name, arguments=c.final_arguments)
+                                                          for c in calls],
+                            call_extras={c.id: c.extra for c in calls if c.extra})
+    sent = openai_messages([entry])[0]["tool_calls"]
+    assert sent[0] == {"extra_content": signature, "id": "c1", "type": "function",
+                       "function": {"name": "read_file", "arguments": A}}
+    assert "extra_content" not in sent[1]
+    # An entry without extras encodes as before: old transcript nodes keep their names.
+    from core.session.transcript import encode_node
+    plain = TranscriptEntry(kind="assistant", tool_calls=entry.tool_calls)
+    assert b"call_extras" not in encode_node(None, plain)[1]
 
 
 @pytest.mark.parametrize(
