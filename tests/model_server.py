@@ -66,6 +66,9 @@ class Reply:
     # Extra fields in each streamed OpenAI tool call's first delta (Gemini's
     # compatible API adds {"extra_content": {"google": {"thought_signature": ...}}}).
     openai_call_extra: dict[str, Any] | None = None
+    # Answer with one JSON body even when the request asks for a stream (as
+    # some compatible servers and proxies do); a str is sent as the body verbatim.
+    unstreamed: bool | str = False
 
 
 @dataclass
@@ -248,7 +251,12 @@ class ScriptedModelServer:
         if isinstance(entry, Failure):
             await _send_failure(writer, provider, entry)
             return True
-        if body.get("stream"):
+        if isinstance(entry.unstreamed, str):
+            writer.write(f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                         f"{len(entry.unstreamed.encode())}\r\n\r\n".encode() + entry.unstreamed.encode())
+            await writer.drain()
+            return True
+        if body.get("stream") and not entry.unstreamed:
             with self._lock:
                 self.streams_in_progress += 1
             try:

@@ -47,6 +47,7 @@ from core.session.contracts import (
 )
 from core.session.stream_assembly import AssembledCall, AssembledResponse, StreamAssembler
 from core.session.transcript import TranscriptCorrupted
+from core.session.unstreamed import NotAnAnswer
 from core.names import APPEND_TRANSCRIPT_ACTIVITY, CALL_MODEL_ACTIVITY, DESCRIBE_TURN_ACTIVITY, STATUS_QUERY
 
 HEARTBEAT_EVERY_S = 2.0
@@ -152,6 +153,8 @@ def classify(provider: str, exc: BaseException) -> ApplicationError | None:
     """The ApplicationError a model failure becomes; None: not a model API
     failure (a bug), let it propagate."""
     module = _PROVIDERS[provider]
+    if isinstance(exc, NotAnAnswer):  # a 200 whose body is no answer: asking again gets the same
+        return ApplicationError(redact(str(exc))[:2000], type=errors.BAD_REQUEST, non_retryable=True)
     if isinstance(exc, module.connection_errors() + _TRANSPORT_ERRORS):
         return ApplicationError(redact(f"cannot reach the model API: {exc}"), type=errors.CONNECTION_ERROR)
     details = module.error_details(exc)

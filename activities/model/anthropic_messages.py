@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     import anthropic
 
 from core.session.providers import anthropic_request, tools_for
+from core.session import unstreamed
 from core.session.contracts import ModelConfig, TranscriptEntry
 
 
@@ -52,6 +53,10 @@ async def stream_items(
     An ``error`` event inside the stream raises APIStatusError (status 200)."""
     stream = await client.messages.create(**request_arguments(config, entries))
     async with stream:
+        if not unstreamed.is_event_stream(stream.response.headers.get("content-type")):
+            for item in unstreamed.anthropic_events(unstreamed.decode(await stream.response.aread())):
+                yield item
+            return
         async for event in stream:
             yield event.to_dict()
 

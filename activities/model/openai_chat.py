@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import openai
 
 from core.session.providers import openai_messages, tools_for
+from core.session import unstreamed
 from core.session.contracts import ModelConfig, TranscriptEntry
 
 
@@ -54,6 +55,10 @@ async def stream_items(
     """The response's chunks as plain dicts (what core.session.stream_assembly reads)."""
     stream = await client.chat.completions.create(**request_arguments(config, entries))
     async with stream:
+        if not unstreamed.is_event_stream(stream.response.headers.get("content-type")):
+            for item in unstreamed.openai_chunks(unstreamed.decode(await stream.response.aread())):
+                yield item
+            return
         async for chunk in stream:
             yield chunk.model_dump(exclude_none=True)
 

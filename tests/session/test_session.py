@@ -15,6 +15,11 @@ from tests.session.test_session_support import API_KEY, model_server  # noqa: F4
 from runtime.worker import build_worker
 
 
+async def _start(client: Client, workspace: Path, task_queue: str, provider: str, prompt: str) -> str:
+    return await sessions.start_session(client, workspace=workspace, task_queue=task_queue, provider=provider,
+                                        model="scripted-model", prompt=prompt, policy="auto")
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_full_session(
     provider: str, client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
@@ -27,10 +32,7 @@ async def test_full_session(
         Reply(text="It returns 2 now."),
     )
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
-        sid = await sessions.start_session(
-            client, workspace=workspace, task_queue=task_queue, provider=provider, model="scripted-model",
-            prompt="Make f return 2", policy="auto",
-        )
+        sid = await _start(client, workspace, task_queue, provider, "Make f return 2")
         view = await sessions.wait_for_answer(client, sid, timeout=60)
         assert view.state == SessionState.WAITING_FOR_USER, view
         assert view.last_answer == "Changed f to return 2."
@@ -84,8 +86,7 @@ async def test_each_tool_call_surfaces_while_the_model_still_streams(
     (workspace / "a.py").write_text("def f(): pass\n")
     extras = session_activities(str(workspace), on_closed_call=on_closed)
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace), extra_activities=extras):
-        sid = await sessions.start_session(client, workspace=workspace, task_queue=task_queue, provider=provider,
-                                           model="scripted", prompt="find f", policy="auto")
+        sid = await _start(client, workspace, task_queue, provider, "find f")
         view = await sessions.wait_for_answer(client, sid, timeout=60)
     assert view.last_answer == "ok"
     assert [(p, n) for p, n, _ in seen] == [(0, "glob"), (1, "grep")]
@@ -107,10 +108,7 @@ async def test_openai_compatible_servers_that_number_calls_their_own_way(
             signed = {"extra_content": {"google": {"thought_signature": f"sig-{framing}"}}}
             model_server.add(Reply(tool_calls=calls, openai_tool_framing=framing, openai_call_extra=signed),
                              Reply(text=f"read both ({framing})"))
-            sid = await sessions.start_session(
-                client, workspace=workspace, task_queue=task_queue, provider="openai", model="scripted-model",
-                prompt="read a.py and b.py", policy="auto",
-            )
+            sid = await _start(client, workspace, task_queue, "openai", "read a.py and b.py")
             view = await sessions.wait_for_answer(client, sid, timeout=60)
             assert view.last_answer == f"read both ({framing})", view
             follow_up = model_server.requests[2 * n + 1].body["messages"]
@@ -122,3 +120,32 @@ async def test_openai_compatible_servers_that_number_calls_their_own_way(
             assert [m["tool_call_id"] for m in answers] == [c["id"] for c in assistant["tool_calls"]]
             assert "A = 1" in answers[0]["content"] and "B = 2" in answers[1]["content"], framing
             await sessions.close(client, sid, "done")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_server_that_answers_a_stream_request_with_one_json_body(
+    provider: str, client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    """Asked to stream, some servers and proxies send the whole answer as
+    JSON; the SDK then sees no events. The answer is read all the same, and
+    a body that is no answer ends the session saying so, without retrying."""
+    from core.session import provider_errors as errors
+
+    (workspace / "a.py").write_text("A = 1\n")
+    model_server.add(
+        Reply(text="Reading.", tool_calls=[tool("read_file", path="a.py"), tool("glob", pattern="*.py")], unstreamed=True),
+        Reply(text="A is 1.", unstreamed=True),
+        Reply(unstreamed='{"detail": "upstream unavailable"}'),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await _start(client, workspace, task_queue, provider, "what is A?")
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+        assert view.state == SessionState.WAITING_FOR_USER and view.last_answer == "A is 1.", view
+        assert view.turns == 1
+        second = json.dumps(model_server.requests[1].body)
+        assert "A = 1" in second  # the read ran and its result went back
+        await sessions.send(client, sid, "and B?", wait=False)
+        result = await sessions.result(client, sid)
+    assert result.state == SessionState.MODEL_ERROR and result.error_type == errors.BAD_REQUEST
+    assert "upstream unavailable" in result.message and "without a stream" in result.message
+    assert len(model_server.requests) == 3  # not retried

@@ -244,3 +244,31 @@ def test_the_default_system_prompt_names_every_tool_and_its_rules() -> None:
     for name, spec in TOOLS.items():
         assert f"- {name}: {spec.description}" in prompt
     assert "must be read in this session" in prompt and "approval" in prompt
+
+
+def test_a_whole_answer_reads_as_the_stream_it_stands_for() -> None:
+    from core.session import unstreamed
+
+    completion = {"id": "chatcmpl-1", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "Reading.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": A}},
+            # some servers send the arguments as an object
+            {"id": "c2", "type": "function", "function": {"name": "grep", "arguments": json.loads(B)}}]}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 9}}
+    message = {"id": "msg_1", "type": "message", "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 9},
+               "content": [{"type": "text", "text": "Reading."},
+                           {"type": "tool_use", "id": "c1", "name": "read_file", "input": json.loads(A)},
+                           {"type": "tool_use", "id": "c2", "name": "grep", "input": json.loads(B)}]}
+    for provider, items in (("openai", unstreamed.openai_chunks(completion)), ("anthropic", unstreamed.anthropic_events(message))):
+        assembler = StreamAssembler(provider)  # type: ignore[arg-type]
+        assembler.feed_all(items)
+        response = assembler.finish()
+        assert response.text == "Reading." and response.stop_reason == STOP_TOOL_USE, provider
+        assert [(c.id, c.name, json.loads(c.final_arguments)) for c in response.calls] == [
+            ("c1", "read_file", json.loads(A)), ("c2", "grep", json.loads(B))], provider
+        assert (response.usage.input_tokens, response.usage.output_tokens) == (5, 9), provider
+    for body in ({"detail": "upstream unavailable"}, "<html>502</html>", {"choices": "none"}):
+        with pytest.raises(unstreamed.NotAnAnswer, match="without a stream"):
+            unstreamed.openai_chunks(body)
+        with pytest.raises(unstreamed.NotAnAnswer, match="without a stream"):
+            unstreamed.anthropic_events(body)

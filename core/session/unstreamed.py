@@ -1,0 +1,89 @@
+"""A whole (unstreamed) model answer as the stream items it stands for. Pure.
+
+Some OpenAI-compatible servers and proxies answer ``stream: true`` with one
+JSON body (a ``chat.completion`` or a Messages ``message``). The SDKs then
+find no server-sent events and yield nothing, which would read as an empty
+answer. The activity sees the content type instead and feeds these items to
+the same assembler: the calls run, only without starting early.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class NotAnAnswer(ValueError):
+    """The body is neither a streamed answer nor a whole one."""
+
+
+def openai_chunks(body: Any) -> list[dict[str, Any]]:
+    """A ``chat.completion`` as one ``chat.completion.chunk``."""
+    if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+        raise NotAnAnswer(_describe(body, "a chat.completion with choices"))
+    choices = []
+    for choice in body["choices"]:
+        message = choice.get("message") or {}
+        delta: dict[str, Any] = {}
+        if message.get("content"):
+            delta["content"] = message["content"]
+        calls = []
+        for i, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") or {}
+            arguments = function.get("arguments")
+            if not isinstance(arguments, str):  # some servers send an object
+                arguments = json.dumps(arguments if arguments is not None else {})
+            calls.append({**call, "index": i, "function": {"name": function.get("name", ""), "arguments": arguments}})
+        if calls:
+            delta["tool_calls"] = calls
+        choices.append({"index": choice.get("index", 0), "delta": delta, "finish_reason": choice.get("finish_reason")})
+    chunk: dict[str, Any] = {"id": body.get("id", ""), "choices": choices}
+    if body.get("usage"):
+        chunk["usage"] = body["usage"]
+    return [chunk]
+
+
+def anthropic_events(body: Any) -> list[dict[str, Any]]:
+    """A Messages ``message`` as the events that would have streamed it."""
+    if not isinstance(body, dict) or not isinstance(body.get("content"), list):
+        raise NotAnAnswer(_describe(body, "a message with content"))
+    usage = body.get("usage") or {}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": {"id": body.get("id", ""), "usage": usage}}]
+    for index, block in enumerate(body["content"]):
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_use":
+            # The whole input arrives with the block start, as some servers stream it.
+            start = {"type": "tool_use", "id": block.get("id", ""), "name": block.get("name", ""),
+                     "input": block.get("input") or {}}
+            events.append({"type": "content_block_start", "index": index, "content_block": start})
+        elif block.get("type") == "text":
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "text", "text": block.get("text", "")}})
+        else:
+            continue
+        events.append({"type": "content_block_stop", "index": index})
+    events.append({"type": "message_delta", "delta": {"stop_reason": body.get("stop_reason")},
+                   "usage": {"output_tokens": usage.get("output_tokens", 0)}})
+    events.append({"type": "message_stop"})
+    return events
+
+
+def decode(data: bytes) -> Any:
+    """The body as JSON, or its start as text when it is not JSON."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data[:500].decode("utf-8", "replace")
+
+
+def _describe(body: Any, expected: str) -> str:
+    text = json.dumps(body)[:500] if not isinstance(body, (str, bytes)) else str(body)[:500]
+    return (f"the model server answered without a stream, and not with {expected} either: {text}. "
+            "Point the session at a server that speaks the API (streaming or not).")
+
+
+def is_event_stream(content_type: str | None) -> bool:
+    """Whether a response's Content-Type says server-sent events. A missing
+    one is taken as a stream: the SDK parses what comes either way."""
+    return not content_type or "json" not in content_type.lower()
