@@ -33,7 +33,12 @@ def make_client(api_key: str, base_url: str | None) -> openai.AsyncOpenAI:
                             timeout=sdk_.Timeout(300.0, connect=15.0))
 
 
-def request_arguments(config: ModelConfig, entries: list[TranscriptEntry]) -> dict[str, Any]:
+# OpenAI's own API: its newer models refuse max_tokens and take
+# max_completion_tokens; compatible servers know max_tokens.
+OPENAI_API_HOST = "api.openai.com"
+
+
+def request_arguments(config: ModelConfig, entries: list[TranscriptEntry], openai_api: bool = False) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "model": config.model,
         "messages": openai_messages(entries),
@@ -43,7 +48,7 @@ def request_arguments(config: ModelConfig, entries: list[TranscriptEntry]) -> di
     }
     cap = config.output_token_cap()
     if cap is not None:
-        kwargs["max_tokens"] = cap
+        kwargs["max_completion_tokens" if openai_api else "max_tokens"] = cap
     if config.temperature is not None:
         kwargs["temperature"] = config.temperature
     return kwargs
@@ -53,7 +58,8 @@ async def stream_items(
     client: openai.AsyncOpenAI, config: ModelConfig, entries: list[TranscriptEntry]
 ) -> AsyncIterator[dict[str, Any]]:
     """The response's chunks as plain dicts (what core.session.stream_assembly reads)."""
-    stream = await client.chat.completions.create(**request_arguments(config, entries))
+    openai_api = client.base_url.host == OPENAI_API_HOST
+    stream = await client.chat.completions.create(**request_arguments(config, entries, openai_api))
     async with stream:
         if not unstreamed.is_event_stream(stream.response.headers.get("content-type")):
             for item in unstreamed.openai_chunks(unstreamed.decode(await stream.response.aread())):

@@ -217,6 +217,8 @@ class StreamAssembler:
             delta = choice.get("delta") or {}
             if delta.get("content"):
                 self._text.append(delta["content"])
+            if delta.get("refusal"):  # a refusal streams here instead of content: it is the answer
+                self._text.append(delta["refusal"])
             for tc in delta.get("tool_calls") or []:
                 function = tc.get("function") or {}
                 key = self._openai_key(tc.get("index"), tc.get("id"), function.get("name"))

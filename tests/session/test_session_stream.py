@@ -1,6 +1,9 @@
 """Stream assembly (pure): each tool call surfaces when its JSON closes, for
 both protocols; malformed and truncated arguments at the end are repaired
-only as far as is certainly right. Plus the transcript's content addressing."""
+only as far as is certainly right; calls stay apart and keep ids of their
+own however a compatible server frames them; a whole JSON answer reads as
+its stream. Plus the transcript's content addressing and what the requests
+carry back (a call's extra fields, the output cap's name)."""
 
 from __future__ import annotations
 
@@ -272,3 +275,25 @@ def test_a_whole_answer_reads_as_the_stream_it_stands_for() -> None:
             unstreamed.openai_chunks(body)
         with pytest.raises(unstreamed.NotAnAnswer, match="without a stream"):
             unstreamed.anthropic_events(body)
+
+
+def test_a_refusal_is_the_answer() -> None:
+    assembler = StreamAssembler("openai")
+    assembler.feed_all([{"choices": [{"index": 0, "delta": {"role": "assistant", "refusal": ""}}]},
+                        {"choices": [{"index": 0, "delta": {"refusal": "I can't help "}}]},
+                        {"choices": [{"index": 0, "delta": {"refusal": "with that."}, "finish_reason": "stop"}]}])
+    assert assembler.finish().text == "I can't help with that."
+
+
+def test_the_output_cap_goes_by_the_name_the_server_knows() -> None:
+    from activities.model import openai_chat
+    from core.session.contracts import ModelConfig
+
+    config = ModelConfig(provider="openai", model="m", max_output_tokens=512)
+    entries = [TranscriptEntry(kind="user", text="hi")]
+    compatible = openai_chat.request_arguments(config, entries)
+    official = openai_chat.request_arguments(config, entries, openai_api=True)
+    assert compatible["max_tokens"] == 512 and "max_completion_tokens" not in compatible
+    assert official["max_completion_tokens"] == 512 and "max_tokens" not in official
+    client = openai_chat.make_client("k", None)
+    assert client.base_url.host == openai_chat.OPENAI_API_HOST  # what the default URL is recognised by
