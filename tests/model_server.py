@@ -69,6 +69,8 @@ class Reply:
     # Answer with one JSON body even when the request asks for a stream (as
     # some compatible servers and proxies do); a str is sent as the body verbatim.
     unstreamed: bool | str = False
+    # Anthropic: a thinking block (signed "sig_{request index}") before the answer.
+    thinking: str | None = None
 
 
 @dataclass
@@ -392,6 +394,8 @@ def _openai_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tuple
 
 def _anthropic_json(reply: Reply, index: int, body: dict[str, Any]) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        content.append({"type": "thinking", "thinking": reply.thinking, "signature": f"sig_{index}"})
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for i, call in enumerate(reply.tool_calls):
@@ -429,6 +433,17 @@ def _anthropic_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tu
     }
     events = [(_sse("message_start", start), False), (_sse("ping", {"type": "ping"}), False)]
     block = 0
+    if reply.thinking is not None:
+        opening = {"type": "thinking", "thinking": "", "signature": ""}
+        events.append((_sse("content_block_start", {"type": "content_block_start", "index": block,
+                                                     "content_block": opening}), False))
+        for piece in _pieces(reply.thinking, reply.chars_per_token):
+            events.append((_sse("content_block_delta", {"type": "content_block_delta", "index": block,
+                                                         "delta": {"type": "thinking_delta", "thinking": piece}}), True))
+        events.append((_sse("content_block_delta", {"type": "content_block_delta", "index": block,
+                                                     "delta": {"type": "signature_delta", "signature": f"sig_{index}"}}), False))
+        events.append((_sse("content_block_stop", {"type": "content_block_stop", "index": block}), False))
+        block += 1
     if reply.text:
         events.append((_sse("content_block_start", {"type": "content_block_start", "index": block,
                                                      "content_block": {"type": "text", "text": ""}}), False))

@@ -277,7 +277,8 @@ def session_activities(
             bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls, abandon=over))
         extras = {c.id: c.extra for c in response.calls if c.extra}
         assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls,
-                                    call_extras=extras if config.provider == "openai" else {})
+                                    call_extras=extras if config.provider == "openai" else {},
+                                    thinking=response.thinking)
         try:
             bounded.transcript_head = await asyncio.to_thread(store.append, head, [assistant])
         except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:

@@ -88,6 +88,9 @@ class TranscriptEntry(BaseModel):
     # call beyond id, type and function, by call id, sent back with the call
     # (Gemini's thought signatures must come back or the next request fails).
     call_extras: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # "assistant", Anthropic: the answer's thinking blocks (signed), which
+    # must come back first in the assistant message when tools were used.
+    thinking: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ModelCallRequest(BaseModel):

@@ -100,12 +100,14 @@ def anthropic_request(entries: list[TranscriptEntry]) -> tuple[str, list[dict[st
         elif entry.kind == "user":
             add("user", [{"type": "text", "text": entry.text}])
         elif entry.kind == "assistant":
-            blocks: list[dict[str, Any]] = []
+            blocks: list[dict[str, Any]] = list(entry.thinking)
             if entry.text:
                 blocks.append({"type": "text", "text": entry.text})
             for c in entry.tool_calls:
                 blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _arguments_object(c)})
-            add("assistant", blocks or [{"type": "text", "text": "(no answer)"}])
+            if len(blocks) == len(entry.thinking):  # nothing but thinking: an answer may not end there
+                blocks.append({"type": "text", "text": "(no answer)"})
+            add("assistant", blocks)
         elif entry.kind == "tool_results":
             add("user", entry.items)
     return "\n\n".join(system_parts), messages

@@ -149,6 +149,9 @@ class AssembledResponse:
     stop_reason: str
     raw_stop_reason: str | None
     response_id: str = ""
+    # Anthropic: the thinking and redacted_thinking blocks, whole and in
+    # order; they go back unchanged with the answer's text and tool calls.
+    thinking: list[dict[str, Any]] = field(default_factory=list)
 
 
 class StreamAssembler:
@@ -164,6 +167,7 @@ class StreamAssembler:
         self._text: list[str] = []
         self._calls: dict[int, AssembledCall] = {}  # by the stream's own index (OpenAI: see _openai_key)
         self._openai_keys: dict[int, int] = {}  # a tool_calls index -> the call it currently names
+        self._thinking: dict[int, dict[str, Any]] = {}  # Anthropic thinking blocks by the stream's index
         self.usage = Usage()
         self._stop: str | None = None
         self._response_id = ""
@@ -274,10 +278,19 @@ class StreamAssembler:
                     self._append_arguments(call, json.dumps(block["input"]))
             elif block.get("type") == "text" and block.get("text"):
                 self._text.append(block["text"])
+            elif block.get("type") in ("thinking", "redacted_thinking"):
+                self._thinking[event.get("index", 0)] = dict(block)
         elif kind == "content_block_delta":
             delta = event.get("delta") or {}
             if delta.get("type") == "text_delta":
                 self._text.append(delta.get("text") or "")
+            elif delta.get("type") in ("thinking_delta", "signature_delta"):
+                thought = self._thinking.get(event.get("index", 0))
+                if thought is not None:
+                    if delta["type"] == "thinking_delta":
+                        thought["thinking"] = thought.get("thinking", "") + (delta.get("thinking") or "")
+                    else:
+                        thought["signature"] = thought.get("signature", "") + (delta.get("signature") or "")
             elif delta.get("type") == "input_json_delta":
                 call = self._calls.get(event.get("index", 0))
                 if call is not None:
@@ -336,6 +349,7 @@ class StreamAssembler:
             stop_reason=stop,
             raw_stop_reason=self._stop,
             response_id=self._response_id,
+            thinking=[self._thinking[i] for i in sorted(self._thinking)],
         )
 
 

@@ -60,6 +60,8 @@ def anthropic_events(body: Any) -> list[dict[str, Any]]:
         elif block.get("type") == "text":
             events.append({"type": "content_block_start", "index": index,
                            "content_block": {"type": "text", "text": block.get("text", "")}})
+        elif block.get("type") in ("thinking", "redacted_thinking"):
+            events.append({"type": "content_block_start", "index": index, "content_block": block})
         else:
             continue
         events.append({"type": "content_block_stop", "index": index})

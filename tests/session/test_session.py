@@ -149,3 +149,23 @@ async def test_a_server_that_answers_a_stream_request_with_one_json_body(
     assert result.state == SessionState.MODEL_ERROR and result.error_type == errors.BAD_REQUEST
     assert "upstream unavailable" in result.message and "without a stream" in result.message
     assert len(model_server.requests) == 3  # not retried
+
+
+async def test_anthropic_thinking_goes_back_with_the_tool_calls(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    """A server that thinks aloud (extended thinking, or a compatible server
+    that always does) needs its signed thinking blocks back, first, in the
+    assistant message that used tools; they are not part of the answer."""
+    (workspace / "a.py").write_text("A = 1\n")
+    model_server.add(
+        Reply(thinking="I should read a.py first.", tool_calls=[tool("read_file", path="a.py")]),
+        Reply(thinking="It says A = 1.", text="A is 1.", unstreamed=True),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        view = await sessions.wait_for_answer(client, await _start(client, workspace, task_queue, "anthropic", "A?"),
+                                              timeout=60)
+    assert view.last_answer == "A is 1."
+    assistant = [m for m in model_server.requests[1].body["messages"] if m["role"] == "assistant"]
+    assert [b["type"] for b in assistant[0]["content"]] == ["thinking", "tool_use"]
+    assert assistant[0]["content"][0] == {"type": "thinking", "thinking": "I should read a.py first.", "signature": "sig_0"}

@@ -297,3 +297,28 @@ def test_the_output_cap_goes_by_the_name_the_server_knows() -> None:
     assert official["max_completion_tokens"] == 512 and "max_tokens" not in official
     client = openai_chat.make_client("k", None)
     assert client.base_url.host == openai_chat.OPENAI_API_HOST  # what the default URL is recognised by
+
+
+def test_thinking_blocks_are_kept_whole_and_go_back_first() -> None:
+    from core.session.providers import anthropic_request
+
+    events = [{"type": "message_start", "message": {"id": "m1", "usage": {}}},
+              {"type": "content_block_start", "index": 7, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+              {"type": "content_block_delta", "index": 7, "delta": {"type": "thinking_delta", "thinking": "look "}},
+              {"type": "content_block_delta", "index": 7, "delta": {"type": "thinking_delta", "thinking": "first"}},
+              {"type": "content_block_delta", "index": 7, "delta": {"type": "signature_delta", "signature": "c2ln"}},
+              {"type": "content_block_stop", "index": 7},
+              {"type": "content_block_start", "index": 8, "content_block": {"type": "redacted_thinking", "data": "ZW5j"}},
+              {"type": "content_block_stop", "index": 8}]
+    assembler = StreamAssembler("anthropic")  # (a real stream numbers blocks in order; any order works)
+    assembler.feed_all(events + anthropic_events([("read_file", A)])[1:])
+    response = assembler.finish()
+    assert response.thinking == [{"type": "thinking", "thinking": "look first", "signature": "c2ln"},
+                                 {"type": "redacted_thinking", "data": "ZW5j"}]
+    assert response.text == "ok"  # thinking is not the answer
+    calls = [ToolCall(id=c.id, name=c.name, arguments=c.arguments_object()) for c in response.calls]
+    _, messages = anthropic_request([TranscriptEntry(kind="assistant", text=response.text, tool_calls=calls,
+                                                     thinking=response.thinking)])
+    assert [b["type"] for b in messages[0]["content"]] == ["thinking", "redacted_thinking", "text", "tool_use"]
+    _, only_thought = anthropic_request([TranscriptEntry(kind="assistant", thinking=response.thinking[:1])])
+    assert [b["type"] for b in only_thought[0]["content"]] == ["thinking", "text"]  # never ends on thinking
