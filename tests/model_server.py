@@ -71,6 +71,8 @@ class Reply:
     unstreamed: bool | str = False
     # Anthropic: a thinking block (signed "sig_{request index}") before the answer.
     thinking: str | None = None
+    # OpenAI: reasoning streamed in delta.reasoning_content before the answer (DeepSeek).
+    reasoning: str | None = None
 
 
 @dataclass
@@ -340,6 +342,8 @@ def _openai_usage(reply: Reply) -> dict[str, int]:
 
 def _openai_json(reply: Reply, index: int, body: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
             {"id": f"call_{index}_{i}", "type": "function", "function": {"name": c.name, "arguments": _arguments_text(c)}}
@@ -369,6 +373,8 @@ def _openai_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tuple
         return f"data: {json.dumps(data)}\n\n"
 
     events = [(chunk({"role": "assistant", "content": ""}), False)]
+    for piece in _pieces(reply.reasoning or "", reply.chars_per_token):
+        events.append((chunk({"reasoning_content": piece}), True))
     for piece in _pieces(reply.text, reply.chars_per_token):
         events.append((chunk({"content": piece}), True))
     for i, call in enumerate(reply.tool_calls):

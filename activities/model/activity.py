@@ -278,7 +278,7 @@ def session_activities(
         extras = {c.id: c.extra for c in response.calls if c.extra}
         assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls,
                                     call_extras=extras if config.provider == "openai" else {},
-                                    thinking=response.thinking)
+                                    thinking=response.thinking, reasoning=response.reasoning)
         try:
             bounded.transcript_head = await asyncio.to_thread(store.append, head, [assistant])
         except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:

@@ -91,6 +91,9 @@ class TranscriptEntry(BaseModel):
     # "assistant", Anthropic: the answer's thinking blocks (signed), which
     # must come back first in the assistant message when tools were used.
     thinking: list[dict[str, Any]] = Field(default_factory=list)
+    # "assistant", OpenAI-compatible servers: the reasoning text by the field
+    # it came in (reasoning_content, reasoning), sent back in that field.
+    reasoning: dict[str, str] = Field(default_factory=dict)
 
 
 class ModelCallRequest(BaseModel):

@@ -67,7 +67,7 @@ def openai_messages(entries: list[TranscriptEntry]) -> list[dict[str, Any]]:
         elif entry.kind == "user":
             messages.append({"role": "user", "content": entry.text})
         elif entry.kind == "assistant":
-            message: dict[str, Any] = {"role": "assistant", "content": entry.text or None}
+            message: dict[str, Any] = {**entry.reasoning, "role": "assistant", "content": entry.text or None}
             if entry.tool_calls:
                 message["tool_calls"] = [
                     {**entry.call_extras.get(c.id, {}),

@@ -34,6 +34,9 @@ _STOP_NAMES = {
 
 # What OpenAI's own tool_calls deltas hold; anything else a server adds is kept.
 _OPENAI_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
+# Where OpenAI-compatible servers stream a reasoning model's thinking
+# (DeepSeek and vLLM: reasoning_content; OpenRouter and newer vLLM: reasoning).
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 class JsonScanner:
@@ -152,6 +155,10 @@ class AssembledResponse:
     # Anthropic: the thinking and redacted_thinking blocks, whole and in
     # order; they go back unchanged with the answer's text and tool calls.
     thinking: list[dict[str, Any]] = field(default_factory=list)
+    # OpenAI-compatible servers that reason aloud: the reasoning text by the
+    # field it came in (reasoning_content, reasoning); DeepSeek refuses the
+    # next request unless it goes back with the message that used tools.
+    reasoning: dict[str, str] = field(default_factory=dict)
 
 
 class StreamAssembler:
@@ -168,6 +175,7 @@ class StreamAssembler:
         self._calls: dict[int, AssembledCall] = {}  # by the stream's own index (OpenAI: see _openai_key)
         self._openai_keys: dict[int, int] = {}  # a tool_calls index -> the call it currently names
         self._thinking: dict[int, dict[str, Any]] = {}  # Anthropic thinking blocks by the stream's index
+        self._reasoning: dict[str, list[str]] = {}  # OpenAI-compatible reasoning text by field name
         self.usage = Usage()
         self._stop: str | None = None
         self._response_id = ""
@@ -223,6 +231,9 @@ class StreamAssembler:
                 self._text.append(delta["content"])
             if delta.get("refusal"):  # a refusal streams here instead of content: it is the answer
                 self._text.append(delta["refusal"])
+            for name in _REASONING_FIELDS:
+                if isinstance(delta.get(name), str) and delta[name]:
+                    self._reasoning.setdefault(name, []).append(delta[name])
             for tc in delta.get("tool_calls") or []:
                 function = tc.get("function") or {}
                 key = self._openai_key(tc.get("index"), tc.get("id"), function.get("name"))
@@ -350,6 +361,7 @@ class StreamAssembler:
             raw_stop_reason=self._stop,
             response_id=self._response_id,
             thinking=[self._thinking[i] for i in sorted(self._thinking)],
+            reasoning={name: "".join(parts) for name, parts in self._reasoning.items()},
         )
 
 

@@ -25,8 +25,7 @@ def openai_chunks(body: Any) -> list[dict[str, Any]]:
     for choice in body["choices"]:
         message = choice.get("message") or {}
         delta: dict[str, Any] = {}
-        if message.get("content"):
-            delta["content"] = message["content"]
+        delta.update((k, v) for k, v in message.items() if k in ("content", "refusal", "reasoning_content", "reasoning") and v)
         calls = []
         for i, call in enumerate(message.get("tool_calls") or []):
             function = call.get("function") or {}

@@ -169,3 +169,24 @@ async def test_anthropic_thinking_goes_back_with_the_tool_calls(
     assistant = [m for m in model_server.requests[1].body["messages"] if m["role"] == "assistant"]
     assert [b["type"] for b in assistant[0]["content"]] == ["thinking", "tool_use"]
     assert assistant[0]["content"][0] == {"type": "thinking", "thinking": "I should read a.py first.", "signature": "sig_0"}
+
+
+async def test_openai_compatible_reasoning_goes_back_with_the_tool_calls(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    """DeepSeek's thinking mode streams reasoning_content and refuses the
+    next request unless it comes back with the message that used tools."""
+    (workspace / "a.py").write_text("A = 1\n")
+    model_server.add(
+        Reply(reasoning="Read a.py first.", tool_calls=[tool("read_file", path="a.py")]),
+        Reply(reasoning="It says A = 1.", text="A is 1.", unstreamed=True),
+        Reply(text="Still 1."),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await _start(client, workspace, task_queue, "openai", "A?")
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+        assert view.last_answer == "A is 1."  # reasoning is not the answer
+        await sessions.send(client, sid, "sure?", wait=True)
+    assistant = [m for m in model_server.requests[2].body["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_content") for m in assistant] == ["Read a.py first.", "It says A = 1."]
+    assert assistant[1]["content"] == "A is 1."
