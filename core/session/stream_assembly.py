@@ -239,7 +239,10 @@ class StreamAssembler:
                 key = self._openai_key(tc.get("index"), tc.get("id"), function.get("name"))
                 call = self._call_for(key, tc.get("id"), function.get("name"))
                 call.extra.update((k, v) for k, v in tc.items() if k not in _OPENAI_CALL_FIELDS)
-                self._append_arguments(call, function.get("arguments") or "")
+                arguments = function.get("arguments") or ""
+                if not isinstance(arguments, str):  # some servers send the object itself
+                    arguments = json.dumps(arguments)
+                self._append_arguments(call, arguments)
             if choice.get("finish_reason"):
                 self._stop = choice["finish_reason"]
 

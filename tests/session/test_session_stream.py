@@ -130,7 +130,7 @@ def _delta(*tool_calls: dict) -> dict:
     return {"choices": [{"index": 0, "delta": {"tool_calls": list(tool_calls)}}]}
 
 
-def _whole(call_id: str | None, name: str, args: str, index: int | None = None) -> dict:
+def _whole(call_id: str | None, name: str, args: str | dict, index: int | None = None) -> dict:
     tc: dict = {"type": "function", "function": {"name": name, "arguments": args}}
     if call_id is not None:
         tc["id"] = call_id
@@ -155,6 +155,8 @@ FRAMINGS = {
                  _delta(_whole("c2", "grep", B[:7])), _delta({"function": {"arguments": B[7:]}})],
     # No index, no ids, each call whole: only the names tell them apart.
     "no index, no ids": [_delta(_whole(None, "read_file", A)), _delta(_whole(None, "grep", B))],
+    # Arguments sent as an object rather than JSON text.
+    "object arguments": [_delta(_whole("c1", "read_file", json.loads(A), 0)), _delta(_whole("c2", "grep", json.loads(B), 1))],
     # Index 0 reused without ids: a name after the held call's JSON closed opens the next.
     "same index, no ids": [_delta(_whole(None, "read_file", A, 0)), _delta(_whole(None, "grep", B, 0))],
 }
