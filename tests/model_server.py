@@ -69,6 +69,9 @@ class Reply:
     # Answer with one JSON body even when the request asks for a stream (as
     # some compatible servers and proxies do); a str is sent as the body verbatim.
     unstreamed: bool | str = False
+    # End the stream cleanly but before the answer says it is done (no
+    # finish_reason chunk; no message_delta / message_stop), as a proxy may.
+    end_early: bool = False
     # Anthropic: a thinking block (signed "sig_{request index}") before the answer.
     thinking: str | None = None
     # OpenAI: reasoning streamed in delta.reasoning_content before the answer (DeepSeek).
@@ -292,6 +295,9 @@ class ScriptedModelServer:
         await writer.drain()
         await asyncio.sleep(reply.first_token_delay_s)
         events = _openai_events(reply, index, body) if provider == "openai" else _anthropic_events(reply, index, body)
+        if reply.end_early:
+            events = [e for e in events if not any(mark in e[0] for mark in
+                                                   ('"finish_reason": "', "message_delta", "message_stop"))]
         delay = 1.0 / reply.tokens_per_second if reply.tokens_per_second else 0.0
         pieces = 0
         for text, is_piece in events:

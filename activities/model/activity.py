@@ -95,7 +95,14 @@ async def stream_model(
     assembler = StreamAssembler(config.provider, id_prefix)
     async for item in module.stream_items(_client(config.provider, api_key, base_url), config, entries):
         on_closed(assembler.feed(item))
+    if not assembler.ended:
+        raise StreamCut("the model's stream ended before the answer did (no finish_reason / message_stop): "
+                        "the server or a proxy cut it")
     return assembler.finish()
+
+
+class StreamCut(Exception):
+    """The stream closed cleanly but the answer never said it was done."""
 
 
 def credentials(config: ModelConfig) -> tuple[str, str | None]:
@@ -155,6 +162,8 @@ def classify(provider: str, exc: BaseException) -> ApplicationError | None:
     module = _PROVIDERS[provider]
     if isinstance(exc, NotAnAnswer):  # a 200 whose body is no answer: asking again gets the same
         return ApplicationError(redact(str(exc))[:2000], type=errors.BAD_REQUEST, non_retryable=True)
+    if isinstance(exc, StreamCut):  # as a dropped connection: asking again usually gets the whole answer
+        return ApplicationError(str(exc), type=errors.SERVER_ERROR)
     if isinstance(exc, module.connection_errors() + _TRANSPORT_ERRORS):
         return ApplicationError(redact(f"cannot reach the model API: {exc}"), type=errors.CONNECTION_ERROR)
     details = module.error_details(exc)

@@ -178,6 +178,9 @@ class StreamAssembler:
         self._reasoning: dict[str, list[str]] = {}  # OpenAI-compatible reasoning text by field name
         self.usage = Usage()
         self._stop: str | None = None
+        # The stream said it was done (a finish_reason; message_stop): a
+        # stream that ends without it was cut, whatever the connection says.
+        self._ended = False
         self._response_id = ""
 
     # ------------------------------------------------------------- feeding
@@ -245,6 +248,7 @@ class StreamAssembler:
                 self._append_arguments(call, arguments)
             if choice.get("finish_reason"):
                 self._stop = choice["finish_reason"]
+                self._ended = True
 
     def _openai_key(self, index: Any, call_id: str | None, name: str | None) -> int:
         """Which call a ``tool_calls`` delta continues or opens.
@@ -314,6 +318,8 @@ class StreamAssembler:
             if call is not None and not call.raw_arguments.strip():
                 call.raw_arguments = "{}"  # a tool without arguments streams no delta
                 call.complete = True
+        elif kind == "message_stop":
+            self._ended = True
         elif kind == "message_delta":
             delta = event.get("delta") or {}
             if delta.get("stop_reason"):
@@ -349,6 +355,10 @@ class StreamAssembler:
         self._ids_given.add(call.id)
 
     # ------------------------------------------------------------ finishing
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
     def finish(self) -> AssembledResponse:
         calls = sorted(self._calls.values(), key=lambda c: c.position)
         for call in calls:

@@ -55,6 +55,28 @@ def test_retry_after_in_seconds_milliseconds_and_http_dates() -> None:
     assert retry_after({}) is None and retry_after({"retry-after": "soon"}) is None
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_stream_that_stops_before_the_answer_is_done_is_retried_not_taken(
+    provider: str, model_server: ScriptedModelServer
+) -> None:
+    """Through the real SDK: a stream closed cleanly with no finish_reason /
+    message_stop (a proxy cut it) must not read as a complete, shorter answer."""
+    from activities.model.activity import StreamCut, classify, stream_model
+    from core.session.contracts import ModelConfig, TranscriptEntry
+
+    config = ModelConfig(provider=provider, model="scripted")
+    entries = [TranscriptEntry(kind="user", text="hi")]
+    url = model_server.openai_base_url if provider == "openai" else model_server.anthropic_base_url
+    model_server.add(Reply(text="the whole answer, cut", tool_calls=[tool("glob", pattern="*")], end_early=True),
+                     Reply(text="the whole answer"))
+    with pytest.raises(StreamCut) as cut:
+        await stream_model(config, entries, "k", url, lambda calls: None)
+    classified = classify(provider, cut.value)
+    assert classified is not None and classified.type == errors.SERVER_ERROR and not classified.non_retryable
+    assert "cut" in classified.message
+    assert (await stream_model(config, entries, "k", url, lambda calls: None)).text == "the whole answer"
+
+
 def test_every_non_retryable_error_says_what_to_do() -> None:
     for kind in errors.NON_RETRYABLE:
         assert errors.what_to_do(kind, "openai", "gpt-x") != errors.what_to_do("unknown", "openai", "gpt-x")
