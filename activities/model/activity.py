@@ -45,6 +45,8 @@ from core.session.contracts import (
     TranscriptAppend,
     TranscriptEntry,
 )
+from core.session.providers import transcript_call_ids, unique_call_ids
+from core.tools.arguments import escape_surrogates, input_problem, replace_surrogates
 from core.session.stream_assembly import AssembledCall, AssembledResponse, StreamAssembler
 from core.session.transcript import TranscriptCorrupted
 from core.names import APPEND_TRANSCRIPT_ACTIVITY, CALL_MODEL_ACTIVITY, DESCRIBE_TURN_ACTIVITY, STATUS_QUERY
@@ -176,13 +178,15 @@ def _bounded(response: AssembledResponse, provider: str, head: str) -> ModelResp
         if call.repair:
             repairs[str(call.position)] = call.repair
         # OpenAI keeps the JSON text; Anthropic's tool_use input is an object,
-        # except when it could not be parsed: then the text goes to the turn,
-        # whose validation tells the model what was wrong.
-        if provider == "anthropic" and call.repair != "unparsed":
+        # except when it could not be parsed or holds what cannot be encoded
+        # (a lone surrogate): then the text goes to the turn, whose
+        # validation tells the model what was wrong.
+        raw = escape_surrogates(call.final_arguments)
+        if provider == "anthropic" and call.repair != "unparsed" and input_problem(raw) is None:
             arguments: str | dict[str, Any] = call.arguments_object()
         else:
-            arguments = call.final_arguments
-        calls.append(ToolCall(id=call.id, name=call.name, arguments=arguments))
+            arguments = raw
+        calls.append(ToolCall(id=replace_surrogates(call.id), name=replace_surrogates(call.name), arguments=arguments))
     text = response.text
     cut = len(text) > MAX_ANSWER_CHARS_IN_HISTORY
     return ModelResponse(
@@ -244,11 +248,21 @@ def session_activities(
         except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:
             raise _transcript_error(exc) from None
         dispatcher = StreamDispatcher.for_activity(request.dispatch_to, config.provider)
+        # Ids the conversation or this stream already used: such a call is
+        # renamed at the end (unique_call_ids), so it must not start under
+        # its id now; it runs with the rest of the batch.
+        taken = transcript_call_ids(entries)
+
         def progress(closed: list[AssembledCall]) -> None:
             activity.heartbeat()  # the SDK throttles these to a fraction of the timeout
             if dispatcher is not None:
                 for call in closed:
-                    dispatcher.closed(call)
+                    # A lone surrogate cannot go into a signal; such a call
+                    # is an error result at the close anyway.
+                    if call.id not in taken and input_problem(call.raw_arguments) is None \
+                            and input_problem([call.id, call.name]) is None:
+                        taken.add(call.id)
+                        dispatcher.closed(call)
             if on_closed_call is not None:
                 for call in closed:
                     on_closed_call(request, call)
@@ -265,7 +279,11 @@ def session_activities(
             raise classified from None
         finally:
             beat.cancel()
+        # Text the model API decoded from a lone surrogate escape cannot be
+        # encoded: not for the history, the transcript or the next request.
+        response.text = replace_surrogates(response.text)
         bounded = _bounded(response, config.provider, head)
+        bounded.tool_calls = unique_call_ids(bounded.tool_calls, transcript_call_ids(entries), str(request.call_number))
         if dispatcher is not None:  # the transcript records the merged batch
             over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
             bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls, abandon=over))

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from core.contracts import ToolCall, ToolResult, TurnResult
+from core.tools.arguments import input_problem
 from core.tools.formatting import anthropic_block, openai_message
 from core.session.contracts import Provider, TranscriptEntry
 from core.tools.specs import tool_definitions
@@ -56,7 +57,40 @@ def _arguments_object(call: ToolCall) -> dict[str, Any]:
         value = json.loads(call.arguments or "{}")
     except ValueError:
         return {}  # the turn told the model its JSON did not parse
+    if input_problem(value) is not None:
+        return {}  # a lone surrogate could not be sent; the turn told the model
     return value if isinstance(value, dict) else {}
+
+
+def transcript_call_ids(entries: list[TranscriptEntry]) -> set[str]:
+    """Every tool call id the conversation already holds."""
+    return {c.id for e in entries if e.kind == "assistant" for c in e.tool_calls}
+
+
+def unique_call_ids(calls: list[ToolCall], taken: set[str], tag: str) -> list[ToolCall]:
+    """The calls with ids both APIs accept: non-empty and used once in the
+    whole conversation. An OpenAI-compatible server may send an empty id,
+    one id for every call of a response, or the same "call_0" in each
+    response; Anthropic refuses a request with such ids, and even where
+    they are accepted the model cannot tell whose result is whose. The first call holding a free id keeps it (a call started while
+    the model streamed already runs under it); the others get a fresh one,
+    ``call_<tag>_<position>``, which matches Anthropic's id pattern.
+    Deterministic, so a retried model call names them the same."""
+    used = set(taken)
+    present = {c.id for c in calls}
+    out: list[ToolCall] = []
+    for position, call in enumerate(calls):
+        if call.id and call.id not in used:
+            used.add(call.id)
+            out.append(call)
+            continue
+        fresh, n = f"call_{tag}_{position}", 1
+        while fresh in used or fresh in present:
+            n += 1
+            fresh = f"call_{tag}_{position}_{n}"
+        used.add(fresh)
+        out.append(call.model_copy(update={"id": fresh}))
+    return out
 
 
 def openai_messages(entries: list[TranscriptEntry]) -> list[dict[str, Any]]:
