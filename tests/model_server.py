@@ -76,6 +76,9 @@ class Reply:
     thinking: str | None = None
     # OpenAI: reasoning streamed in delta.reasoning_content before the answer (DeepSeek).
     reasoning: str | None = None
+    # The tool calls' ids, one per call, as a misbehaving server sends them
+    # (repeated, empty; None: no id field at all). None: unique generated ids.
+    call_ids: list[str | None] | None = None
 
 
 @dataclass
@@ -326,6 +329,21 @@ def _arguments_text(call: ToolUse) -> str:
     return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
 
 
+_ABSENT = object()
+
+
+def _call_id(reply: Reply, prefix: str, index: int, i: int) -> object:
+    """The id of the reply's i-th call (``_ABSENT``: send no id field)."""
+    if reply.call_ids is None:
+        return f"{prefix}_{index}_{i}"
+    given = reply.call_ids[i]
+    return _ABSENT if given is None else given
+
+
+def _with_id(fields: dict[str, Any], call_id: object) -> dict[str, Any]:
+    return fields if call_id is _ABSENT else {"id": call_id, **fields}
+
+
 def _output_tokens(reply: Reply) -> int:
     if reply.output_tokens is not None:
         return reply.output_tokens
@@ -352,7 +370,8 @@ def _openai_json(reply: Reply, index: int, body: dict[str, Any]) -> dict[str, An
         message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{index}_{i}", "type": "function", "function": {"name": c.name, "arguments": _arguments_text(c)}}
+            _with_id({"type": "function", "function": {"name": c.name, "arguments": _arguments_text(c)}},
+                     _call_id(reply, "call", index, i))
             for i, c in enumerate(reply.tool_calls)
         ]
     return {
@@ -384,15 +403,15 @@ def _openai_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tuple
     for piece in _pieces(reply.text, reply.chars_per_token):
         events.append((chunk({"content": piece}), True))
     for i, call in enumerate(reply.tool_calls):
-        call_id, arguments = f"call_{index}_{i}", _arguments_text(call)
+        call_id, arguments = _call_id(reply, "call", index, i), _arguments_text(call)
         extra = reply.openai_call_extra or {}
         if reply.openai_tool_framing == "same_index":
-            whole = {"index": 0, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": arguments},
-                     **extra}
+            whole = {"index": 0, **_with_id({"type": "function", "function": {"name": call.name, "arguments": arguments}},
+                                            call_id), **extra}
             events.append((chunk({"tool_calls": [whole]}), True))
             continue
         numbered = {} if reply.openai_tool_framing == "no_index" else {"index": i}
-        opening = {**numbered, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""},
+        opening = {**numbered, **_with_id({"type": "function", "function": {"name": call.name, "arguments": ""}}, call_id),
                    **extra}
         events.append((chunk({"tool_calls": [opening]}), True))
         for piece in _pieces(arguments, reply.chars_per_token):
@@ -412,7 +431,7 @@ def _anthropic_json(reply: Reply, index: int, body: dict[str, Any]) -> dict[str,
         content.append({"type": "text", "text": reply.text})
     for i, call in enumerate(reply.tool_calls):
         args = call.arguments if isinstance(call.arguments, dict) else {}
-        content.append({"type": "tool_use", "id": f"toolu_{index}_{i}", "name": call.name, "input": args})
+        content.append({"type": "tool_use", **_with_id({"name": call.name, "input": args}, _call_id(reply, "toolu", index, i))})
     return {
         "id": f"msg_{index}",
         "type": "message",
@@ -465,7 +484,7 @@ def _anthropic_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tu
         events.append((_sse("content_block_stop", {"type": "content_block_stop", "index": block}), False))
         block += 1
     for i, call in enumerate(reply.tool_calls):
-        opening = {"type": "tool_use", "id": f"toolu_{index}_{i}", "name": call.name, "input": {}}
+        opening = {"type": "tool_use", **_with_id({"name": call.name, "input": {}}, _call_id(reply, "toolu", index, i))}
         events.append((_sse("content_block_start", {"type": "content_block_start", "index": block,
                                                      "content_block": opening}), True))
         for piece in _pieces(_arguments_text(call), reply.chars_per_token):

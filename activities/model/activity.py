@@ -45,6 +45,8 @@ from core.session.contracts import (
     TranscriptAppend,
     TranscriptEntry,
 )
+from core.session.providers import transcript_call_ids
+from core.tools.arguments import escape_surrogates, input_problem, replace_surrogates
 from core.session.stream_assembly import AssembledCall, AssembledResponse, StreamAssembler
 from core.session.transcript import TranscriptCorrupted
 from core.session.unstreamed import NotAnAnswer
@@ -90,9 +92,10 @@ async def stream_model(
     id_prefix: str = "call",
 ) -> AssembledResponse:
     """Stream one response; ``on_closed`` gets the calls each item closed.
-    Calls the server sent without a usable id are named ``{id_prefix}_{position}``."""
+    Calls the server sent without a usable id (none, or one the conversation
+    already holds) are named ``{id_prefix}_{position}``."""
     module = _PROVIDERS[config.provider]
-    assembler = StreamAssembler(config.provider, id_prefix)
+    assembler = StreamAssembler(config.provider, id_prefix, transcript_call_ids(entries))
     async for item in module.stream_items(_client(config.provider, api_key, base_url), config, entries):
         on_closed(assembler.feed(item))
     if not assembler.ended:
@@ -190,13 +193,15 @@ def _bounded(response: AssembledResponse, provider: str, head: str) -> ModelResp
         if call.repair:
             repairs[str(call.position)] = call.repair
         # OpenAI keeps the JSON text; Anthropic's tool_use input is an object,
-        # except when it could not be parsed: then the text goes to the turn,
-        # whose validation tells the model what was wrong.
-        if provider == "anthropic" and call.repair != "unparsed":
+        # except when it could not be parsed or holds what cannot be encoded
+        # (a lone surrogate): then the text goes to the turn, whose
+        # validation tells the model what was wrong.
+        raw = escape_surrogates(call.final_arguments)
+        if provider == "anthropic" and call.repair != "unparsed" and input_problem(raw) is None:
             arguments: str | dict[str, Any] = call.arguments_object()
         else:
-            arguments = call.final_arguments
-        calls.append(ToolCall(id=call.id, name=call.name, arguments=arguments))
+            arguments = raw
+        calls.append(ToolCall(id=call.id, name=replace_surrogates(call.name), arguments=arguments))
     text = response.text
     cut = len(text) > MAX_ANSWER_CHARS_IN_HISTORY
     return ModelResponse(
@@ -262,7 +267,10 @@ def session_activities(
             activity.heartbeat()  # the SDK throttles these to a fraction of the timeout
             if dispatcher is not None:
                 for call in closed:
-                    dispatcher.closed(call)
+                    # A lone surrogate cannot go into a signal; such a call
+                    # is an error result at the close anyway.
+                    if input_problem(call.final_arguments) is None and input_problem(call.name) is None:
+                        dispatcher.closed(call)
             if on_closed_call is not None:
                 for call in closed:
                     on_closed_call(request, call)
@@ -280,6 +288,9 @@ def session_activities(
             raise classified from None
         finally:
             beat.cancel()
+        # Text the model API decoded from a lone surrogate escape cannot be
+        # encoded: not for the history, the transcript or the next request.
+        response.text = replace_surrogates(response.text)
         bounded = _bounded(response, config.provider, head)
         if dispatcher is not None:  # the transcript records the merged batch
             over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left

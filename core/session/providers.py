@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from core.contracts import ToolCall, ToolResult, TurnResult
+from core.tools.arguments import input_problem
 from core.tools.formatting import anthropic_block, openai_message
 from core.session.contracts import Provider, TranscriptEntry
 from core.tools.specs import tool_definitions
@@ -56,7 +57,14 @@ def _arguments_object(call: ToolCall) -> dict[str, Any]:
         value = json.loads(call.arguments or "{}")
     except ValueError:
         return {}  # the turn told the model its JSON did not parse
+    if input_problem(value) is not None:
+        return {}  # a lone surrogate could not be sent; the turn told the model
     return value if isinstance(value, dict) else {}
+
+
+def transcript_call_ids(entries: list[TranscriptEntry]) -> set[str]:
+    """Every tool call id the conversation already holds."""
+    return {c.id for e in entries if e.kind == "assistant" for c in e.tool_calls}
 
 
 def openai_messages(entries: list[TranscriptEntry]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ handled conservatively (see ``complete_truncated``).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
@@ -32,6 +33,7 @@ _STOP_NAMES = {
 }
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate cannot be encoded anywhere
 # What OpenAI's own tool_calls deltas hold; anything else a server adds is kept.
 _OPENAI_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
 # Where OpenAI-compatible servers stream a reasoning model's thinking
@@ -162,15 +164,19 @@ class AssembledResponse:
 
 
 class StreamAssembler:
-    """``id_prefix`` names the calls a server sent without a usable id (none,
-    one used twice in the response, or longer than a call id may be): each
-    gets ``{id_prefix}_{position}``, so every result can be matched to its
-    call. Make it unique in the conversation (the model call's number)."""
+    """``id_prefix`` names the calls a server sent without a usable id (none;
+    one the conversation (``taken_ids``) or this response already used, as
+    servers that send "call_0" every time do; longer than a call id may be;
+    invalid Unicode): each gets ``{id_prefix}_{position}``, so every result
+    pairs with its own call and both APIs accept the next request. Make the
+    prefix unique in the conversation (the model call's number). A call gets
+    its final id when it surfaces, before anything can start under it;
+    a retried model call names the calls alike."""
 
-    def __init__(self, provider: Provider, id_prefix: str = "call") -> None:
+    def __init__(self, provider: Provider, id_prefix: str = "call", taken_ids: Iterable[str] = ()) -> None:
         self.provider = provider
         self._id_prefix = id_prefix
-        self._ids_given: set[str] = set()
+        self._ids_given: set[str] = set(taken_ids)
         self._text: list[str] = []
         self._calls: dict[int, AssembledCall] = {}  # by the stream's own index (OpenAI: see _openai_key)
         self._openai_keys: dict[int, int] = {}  # a tool_calls index -> the call it currently names
@@ -348,7 +354,7 @@ class StreamAssembler:
         return out
 
     def _settle_id(self, call: AssembledCall) -> None:
-        if not call.id or len(call.id) > MAX_ID_CHARS or call.id in self._ids_given:
+        if not call.id or len(call.id) > MAX_ID_CHARS or call.id in self._ids_given or _SURROGATE.search(call.id):
             call.id = f"{self._id_prefix}_{call.position}"
             while call.id in self._ids_given:
                 call.id += "_"

@@ -141,6 +141,22 @@ def _lone_surrogate(text: str) -> int:
     return -1
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """JSON text with each lone surrogate written as its ``\\uXXXX`` escape:
+    inside a JSON string that means the same, and the text can now be
+    encoded (a payload, a file), so ``input_problem`` reports it later."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def replace_surrogates(text: str) -> str:
+    """Prose with each lone surrogate replaced by U+FFFD, as a UTF-8 decoder
+    does with bytes it cannot decode."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def input_problem(raw: Any) -> str | None:
     """What makes raw arguments unusable before any parsing: invalid Unicode
     (a lone surrogate cannot be sent on to an activity and used to wedge the
