@@ -50,6 +50,7 @@ SEND_SIGNAL = "send"  # session: the user's next message
 CLOSE_SIGNAL = "close"  # session: finish after the current turn
 DECIDE_UPDATE = "decide"  # turn: approve or reject, answered
 CLOSE_BATCH_UPDATE = "close_batch"  # turn: the open batch is complete
+CLOSED_BATCH_QUERY = "closed_batch"  # turn: the batch it closed (None: still open, or not an open batch)
 STATUS_QUERY = "status"
 MCP_REMEMBER_SIGNAL = "remember_snapshots"  # MCP session: a finished turn's snapshots
 MCP_SNAPSHOTS_QUERY = "snapshots"  # MCP session: what its calls have read

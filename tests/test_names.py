@@ -49,6 +49,7 @@ PINNED = {
     "DECIDE_UPDATE": "decide",
     "CLOSE_BATCH_UPDATE": "close_batch",
     "STATUS_QUERY": "status",
+    "CLOSED_BATCH_QUERY": "closed_batch",
     "MCP_REMEMBER_SIGNAL": "remember_snapshots",
     "MCP_SNAPSHOTS_QUERY": "snapshots",
     "RECORDED_PLAN_PATCH": "recorded-plan",
@@ -81,7 +82,7 @@ def test_the_workflows_answer_to_the_pinned_names() -> None:
     assert (turn.name, session.name, rollback.name) == (names.TURN_WORKFLOW, names.SESSION_WORKFLOW, names.ROLLBACK_WORKFLOW)
     assert set(turn.signals) == {names.APPROVE_SIGNAL, names.REJECT_SIGNAL, names.DISPATCH_SIGNAL, names.DISPATCH_CALLS_SIGNAL}
     assert set(turn.updates) == {names.DECIDE_UPDATE, names.CLOSE_BATCH_UPDATE}
-    assert set(turn.queries) == {names.STATUS_QUERY}
+    assert set(turn.queries) == {names.STATUS_QUERY, names.CLOSED_BATCH_QUERY}
     assert set(session.signals) == {names.SEND_SIGNAL, names.CLOSE_SIGNAL, names.APPROVE_SIGNAL, names.REJECT_SIGNAL}
     assert set(session.queries) == {names.STATUS_QUERY}
 

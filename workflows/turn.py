@@ -22,11 +22,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL, EARLY_READ_STAGE_PATCH, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, CLOSED_BATCH_QUERY, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL, EARLY_READ_STAGE_PATCH, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
     from activities.plan import PlanRequest
     from core.contracts import (
         ApprovalDecision,
-        CallProgress,
         DecisionRecord,
         PendingCall,
         PlannedCall,
@@ -66,7 +65,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_options import LOCAL_START_TO_CLOSE, ToolActivityOptions, options_for
     from core.turn.early_dispatch import BatchClose, ClosedBatch, DispatchedCall, DispatchedCalls
     from workflows.turn_dispatch import TurnDispatch
-    from workflows.turn_console import details, publish
+    from workflows.turn_console import details, progress, publish
     from workflows.stages import ReadStage, WriteStage, write_run
     from workflows.turn_gate import TurnGate, deferred
     from workflows.versions import Versions
@@ -563,37 +562,16 @@ class AgentTurnWorkflow:
         if self._dispatch is None:
             raise ValueError(f"turn {self._turn.turn_id} is not an open batch")
 
+    @workflow.query(name=CLOSED_BATCH_QUERY)
+    def closed_batch(self) -> ClosedBatch | None:
+        """The batch this turn closed with: a model call retried after the
+        turn finished (signals and updates no longer reach it) reads it here."""
+        return self._dispatch.closed if self._dispatch is not None else None
+
     # --------------------------------------------------------------- status
     @workflow.query(name=STATUS_QUERY)
     def status(self) -> TurnProgress:
-        calls = []
-        # While the plan is being recorded, every call of the input is pending.
-        listed = self._calls or [
-            PlannedCall(index=i, call_id=c.id, name=c.name) for i, c in enumerate(self._turn.tool_calls)
-        ]
-        for p in listed:
-            result = self._results.get(p.index)
-            state = "done" if result else ("running" if p.index in self._running else "pending")
-            calls.append(
-                CallProgress(
-                    index=p.index,
-                    tool_call_id=p.call_id,
-                    name=p.name,
-                    state=state,
-                    status=result.status if result else None,
-                )
-            )
-        if self._dispatch is not None and self._plan is None:  # calls running early
-            calls = self._dispatch.progress()
-        return TurnProgress(
-            turn_id=self._turn.turn_id,
-            status=self._status,
-            batch_digest=self._digest,
-            pending=self._pending if self._status == TurnStatus.PAUSED else [],
-            calls=calls,
-            decision=self._decision,
-            ignored_decision=self._ignored,
-        )
+        return progress(self)
 
     def _publish_status(self) -> None:
         """Make the state visible without a query (workflows.turn_console)."""

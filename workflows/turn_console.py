@@ -1,4 +1,5 @@
-"""How a turn shows itself outside the worker: the memo ``agent-turn pending``
+"""How a turn shows itself outside the worker: its ``status`` query's answer,
+the memo ``agent-turn pending``
 reads, the search attributes the Web UI list and ``temporal workflow list -q``
 filter on, and the Web UI's current details (markdown: what each waiting call
 will do, the short digest, a decision that was ignored and why).
@@ -18,7 +19,7 @@ from temporalio.common import SearchAttributeKey, TypedSearchAttributes
 with workflow.unsafe.imports_passed_through():
     import core.tools.display  # noqa: F401 - used by the review functions, imported lazily there
     import core.tools.review  # noqa: F401
-    from core.contracts import TurnStatus
+    from core.contracts import CallProgress, PlannedCall, TurnProgress, TurnStatus
     from core.names import SEARCH_ATTRIBUTES_PATCH
     from core.turn.details import finished_details, pending_details
 
@@ -35,6 +36,10 @@ class VisibleTurn(Protocol):
     _decision: Any  # DecisionRecord | None
     _ignored: str
     _versions: Any  # workflows.versions.Versions
+    _results: dict[int, Any]  # index -> ToolResult
+    _running: Any  # the indices running now
+    _dispatch: Any  # workflows.turn_dispatch.TurnDispatch | None
+    _plan: Any  # TurnPlan | None
 
 TURN_STATUS_KEY = SearchAttributeKey.for_keyword("AgentTurnStatus")
 WORKSPACE_KEY = SearchAttributeKey.for_keyword("AgentWorkspace")
@@ -68,3 +73,26 @@ def details(wf: VisibleTurn) -> str:
         verdicts = {c.index: (c.verdict or "ask", c.reason) for c in wf._calls}
         return pending_details(wf._turn.turn_id, wf._pending, wf._digest, verdicts, wf._ignored)
     return finished_details(wf._status.value, wf._decision, wf._ignored)
+
+
+def progress(wf: VisibleTurn) -> TurnProgress:
+    """The ``status`` query's answer: each call's state, the decision."""
+    calls = []
+    # While the plan is being recorded, every call of the input is pending.
+    listed = wf._calls or [PlannedCall(index=i, call_id=c.id, name=c.name) for i, c in enumerate(wf._turn.tool_calls)]
+    for p in listed:
+        result = wf._results.get(p.index)
+        state = "done" if result else ("running" if p.index in wf._running else "pending")
+        calls.append(CallProgress(index=p.index, tool_call_id=p.call_id, name=p.name, state=state,
+                                  status=result.status if result else None))
+    if wf._dispatch is not None and wf._plan is None:  # calls running early
+        calls = wf._dispatch.progress()
+    return TurnProgress(
+        turn_id=wf._turn.turn_id,
+        status=wf._status,
+        batch_digest=wf._digest,
+        pending=list(wf._pending) if wf._status == TurnStatus.PAUSED else [],
+        calls=calls,
+        decision=wf._decision,
+        ignored_decision=wf._ignored,
+    )

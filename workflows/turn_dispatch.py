@@ -64,6 +64,10 @@ class TurnDispatch:
         self._prefix_plans: dict[int, tuple[list[ToolCall], TurnPlan]] = {}  # attempt -> last planned prefix
         self._close_attempt = 0
 
+    @property
+    def closed(self) -> ClosedBatch | None:
+        return self._closed
+
     # ------------------------------------------------------------ handlers
     def on_dispatch(self, dispatched: DispatchedCall) -> None:
         outcome = self.book.accept(dispatched)

@@ -19,10 +19,11 @@ import json
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 
 from core.contracts import ToolCall
-from core.names import ABANDON_BATCH_ACTIVITY, CLOSE_BATCH_UPDATE, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL
+from core.names import ABANDON_BATCH_ACTIVITY, CLOSE_BATCH_UPDATE, CLOSED_BATCH_QUERY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL
 from core.turn.early_dispatch import AbandonRequest, BatchClose, ClosedBatch, DispatchedCall, DispatchedCalls
 from core.session.stream_assembly import AssembledCall
 
@@ -46,6 +47,9 @@ class StreamDispatcher:
         self._sender = asyncio.create_task(self._send_all())
         self.sent = 0
         self.signals = 0  # fewer than sent when calls closed together
+        # The turn already ran its batch to the end: this is a retried model
+        # call whose earlier attempt closed the batch before it failed.
+        self.turn_finished = False
 
     @classmethod
     def for_activity(cls, turn_id: str | None, provider: str) -> "StreamDispatcher | None":
@@ -70,10 +74,18 @@ class StreamDispatcher:
                 batch.pop()
                 done = True
             calls = [c for c in batch if c is not None]
-            if len(calls) == 1:
-                await self._handle.signal(DISPATCH_SIGNAL, calls[0])
-            elif calls:
-                await self._handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(calls=calls))
+            if self.turn_finished:
+                continue  # what it ran is read at the close
+            try:
+                if len(calls) == 1:
+                    await self._handle.signal(DISPATCH_SIGNAL, calls[0])
+                elif calls:
+                    await self._handle.signal(DISPATCH_CALLS_SIGNAL, DispatchedCalls(calls=calls))
+            except RPCError as exc:
+                if not _finished(exc):
+                    raise
+                self.turn_finished = True
+                continue
             self.sent += len(calls)
             self.signals += 1 if calls else 0
 
@@ -87,10 +99,9 @@ class StreamDispatcher:
         await self._sender
         beat = asyncio.create_task(_heartbeat_while_waiting())  # the turn's worker may be slow to take it
         try:
-            closed = await self._handle.execute_update(
-                CLOSE_BATCH_UPDATE,
+            closed = await close_or_read(
+                self._handle,
                 BatchClose(attempt=self._attempt, calls=calls, abandon=abandon, reason="token limit" if abandon else ""),
-                result_type=ClosedBatch,
             )
         finally:
             beat.cancel()
@@ -108,6 +119,25 @@ async def _heartbeat_while_waiting(every_s: float = 2.0) -> None:
         activity.heartbeat()
 
 
+def _finished(exc: RPCError) -> bool:
+    """The workflow is no longer running (signals and updates are refused)."""
+    return exc.status == RPCStatusCode.NOT_FOUND
+
+
+async def close_or_read(handle: WorkflowHandle[Any, Any], close: BatchClose) -> ClosedBatch:
+    """Close the turn's batch; when the turn already finished (a retry of a
+    model call whose earlier attempt closed it), the batch it ran."""
+    try:
+        return await handle.execute_update(CLOSE_BATCH_UPDATE, close, result_type=ClosedBatch)
+    except RPCError as exc:
+        if not _finished(exc):
+            raise
+        closed = await handle.query(CLOSED_BATCH_QUERY, result_type=ClosedBatch)  # type: ignore[arg-type]
+        if closed is None:  # it ended without closing: nothing of this batch ran
+            raise
+        return closed
+
+
 def merged_response(response: Any, closed: ClosedBatch) -> Any:
     """The bounded ModelResponse with the merged batch (repair notes moved
     to the merged positions)."""
@@ -120,6 +150,4 @@ async def abandon_batch(request: AbandonRequest) -> ClosedBatch:
     """Close a session's open turn after its model call failed for good: the
     calls that started early are kept (the answer lists them), nothing else runs."""
     handle = activity.client().get_workflow_handle(request.turn_id)
-    return await handle.execute_update(
-        CLOSE_BATCH_UPDATE, BatchClose(attempt=0, abandon=True, reason=request.reason), result_type=ClosedBatch
-    )
+    return await close_or_read(handle, BatchClose(attempt=0, abandon=True, reason=request.reason))

@@ -365,3 +365,54 @@ async def test_the_reads_that_did_not_start_early_run_as_one_stage_after_the_clo
     assert [r.status.value for r in result.results] == ["ok"] * 8
     assert all(f"file {i}" in result.results[i].output for i in range(8))
     assert len(tool_runs(events, "read_stage")) == 2 and tool_runs(events, "read_file") == []
+
+
+async def test_a_model_call_that_fails_after_its_turn_finished_is_retried_against_the_finished_turn(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The batch was closed and its turn ran to the end; then the model call
+    failed before it returned (here its last transcript write; a worker that
+    dies there is the same to the server). The retry must take the batch the
+    finished turn ran, not signal a workflow that is gone, and neither must
+    a session that gives up on the model."""
+    from activities.model import transcript_store
+
+    (workspace / "a.txt").write_text("alpha\n")
+    real_append, failures = transcript_store.TranscriptStore.append, []
+
+    def append_failing_after_the_close(self: object, head: object, entries: list) -> object:
+        if entries and entries[0].kind == "assistant" and entries[0].tool_calls and len(failures) < fail_times:
+            failures.append(True)
+            raise RuntimeError("the disk went away for a moment")
+        return real_append(self, head, entries)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(transcript_store.TranscriptStore, "append", append_failing_after_the_close)
+    read = [tool("read_file", path="a.txt")]
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        # Once: the retry takes the finished turn's batch and the session goes on.
+        fail_times = 1
+        model_server.add(Reply(text="Reading.", tool_calls=read),
+                         Reply(text="Reading, again.", tool_calls=read),  # the retry's stream
+                         Reply(text="It says alpha."))
+        sid = await _start(client, workspace, task_queue, "openai")
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+        entries = await sessions.transcript(client, sid)
+        events = await turn_events(client, f"{sid}/turn-1")
+        assert failures and view.state == SessionState.WAITING_FOR_USER and view.last_answer == "It says alpha.", view
+        assert len(tool_runs(events, "read_file")) == 1  # the read ran once
+        assistant = [e for e in entries if e.kind == "assistant"]
+        results = [e for e in entries if e.kind == "tool_results"]
+        assert [c.id for c in assistant[0].tool_calls] == [r["tool_call_id"] for r in results[0].items]  # paired
+        assert "alpha" in results[0].items[0]["content"]
+        # For good: the session gives up on the model and still records what the finished turn ran.
+        failures.clear()
+        fail_times = 2
+        model_server.add(Reply(text="Reading.", tool_calls=read), Reply(text="Reading, again.", tool_calls=read))
+        sid = await _start(client, workspace, task_queue, "openai", limits=SessionLimits(model_attempts=2))
+        result = await asyncio.wait_for(sessions.result(client, sid), timeout=60)
+        entries = await sessions.transcript(client, sid)
+    assert result.state == SessionState.MODEL_ERROR and len(failures) == 2
+    kinds = [e.kind for e in entries]
+    assert kinds[:4] == ["system", "user", "assistant", "tool_results"] and kinds[-1] == "note", kinds
+    assert "alpha" in entries[3].items[0]["content"]
