@@ -69,6 +69,14 @@ def shown(path: str, limit: int = 200) -> str:
     return repr(text)
 
 
+def clipped(path: str, limit: int = 200) -> str:
+    """A path for prose, as it is unless absurdly long: then its start and
+    end (a model that sent 6,000 characters does not need them back twice)."""
+    if len(path) <= limit:
+        return path
+    return f"{path[:limit // 2]}…{path[-(limit // 2):]}"
+
+
 def control_character(text: str) -> str | None:
     """The first control character in ``text`` (C0, DEL, C1, bidi controls,
     lone surrogates), or None."""

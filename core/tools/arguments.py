@@ -9,6 +9,7 @@ message the model can act on.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from typing import Any
@@ -194,13 +195,33 @@ def input_problem(raw: Any) -> str | None:
     return None
 
 
+def unknown_tool_message(tool: str) -> str:
+    """What the model is told about a name that is no tool: the tools there
+    are, and the one it most likely meant (never run in its place: a
+    guessed tool could do what the model did not ask)."""
+    shown = tool if len(tool) <= 80 else tool[:60] + "…"
+    message = f"unknown tool {shown!r}. Available tools: {', '.join(sorted(TOOLS))}"
+    guess = likely_tool(tool)
+    return message + (f". Did you mean {guess!r}?" if guess else "")
+
+
+def likely_tool(name: str) -> str | None:
+    """The tool a near-miss name stands for: another case, spaces, dashes, a
+    "functions." prefix, a small typo."""
+    plain = name.strip().lower().replace("-", "_").replace(" ", "_")
+    plain = plain.removeprefix("functions.").removeprefix("tools.")
+    if plain in TOOLS:
+        return plain
+    close = difflib.get_close_matches(plain, list(TOOLS), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def parse_tool_arguments(tool: str, raw: Any) -> ToolArgs | str:
     """The whole pipeline: look up, decode (with repair), validate.
     Returns the parameter model or an error message for the model."""
     spec = TOOLS.get(tool)
     if spec is None:
-        available = ", ".join(sorted(TOOLS))
-        return f"unknown tool {tool!r}. Available tools: {available}"
+        return unknown_tool_message(tool)
     try:
         data = decode_arguments(raw)
     except ArgumentError as exc:

@@ -161,3 +161,22 @@ def test_tool_definitions_come_from_the_models() -> None:
     assert anthropic["bash"]["input_schema"]["properties"]["timeout_seconds"]["maximum"] == 600
     with pytest.raises(ValueError, match="use 'openai' or 'anthropic'"):
         tool_definitions("gemini")
+
+
+@pytest.mark.parametrize(
+    "name, meant",
+    [
+        ("Read_File", "read_file"), (" read_file", "read_file"), ("read-file", "read_file"),
+        ("functions.grep", "grep"), ("readfile", "read_file"), ("bash ", "bash"),
+        ("run_shell", None), ("str_replace_editor", None), ("edit", None), ("", None),
+    ],
+)
+def test_an_unknown_tool_is_refused_with_the_tool_it_most_likely_meant(name: str, meant: str | None) -> None:
+    message = parse_tool_arguments(name, "{}")
+    assert isinstance(message, str) and message.startswith("unknown tool") and "Available tools: bash" in message
+    assert (f"Did you mean {meant!r}?" in message) if meant else ("Did you mean" not in message)
+
+
+def test_a_huge_unknown_tool_name_is_not_echoed_whole() -> None:
+    message = parse_tool_arguments("x" * 10_000, "{}")
+    assert isinstance(message, str) and len(message) < 300
