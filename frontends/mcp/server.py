@@ -23,8 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core.contracts import TurnProgress, TurnStatus
-from core.shell import validate_command
-from core.tools.specs import TOOLS
+from core.tools.specs import TOOLS, command_verdict
 from frontends.mcp.approval import DECISION_SCHEMA, answer_from, decode_state, encode_state, review_text, where_to_decide
 from frontends.mcp.ordering import CallOrder
 from frontends.mcp.tools import call_result, failed_result, is_concurrency_safe, mcp_tools
@@ -91,7 +90,7 @@ class McpFrontend:
         asked: list[types.InputRequiredResult] = []
 
         async def on_paused(progress: TurnProgress) -> bool:
-            text = review_text(progress, validate_command)
+            text = review_text(progress, command_verdict)
             if can_elicit and modern:
                 # 2026-07-28 has no server-to-client requests: the call answers
                 # "input required" and the client retries it with the answer.
