@@ -76,6 +76,10 @@ class Reply:
     thinking: str | None = None
     # OpenAI: reasoning streamed in delta.reasoning_content before the answer (DeepSeek).
     reasoning: str | None = None
+    # An error sent inside the stream (HTTP 200) after this many pieces, in
+    # the provider's shape (OpenAI: a chunk {"error": ...}; Anthropic: an
+    # ``error`` event); the stream ends there. (pieces, Failure)
+    stream_error: "tuple[int, Failure] | None" = None
     # The tool calls' ids, one per call, as a misbehaving server sends them
     # (repeated, empty; None: no id field at all). None: unique generated ids.
     call_ids: list[str | None] | None = None
@@ -304,6 +308,11 @@ class ScriptedModelServer:
         delay = 1.0 / reply.tokens_per_second if reply.tokens_per_second else 0.0
         pieces = 0
         for text, is_piece in events:
+            if is_piece and reply.stream_error is not None and pieces >= reply.stream_error[0]:
+                data = _stream_error(provider, reply.stream_error[1]).encode()
+                writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n0\r\n\r\n")
+                await writer.drain()
+                return True
             if is_piece:
                 if reply.drop_after_pieces is not None and pieces >= reply.drop_after_pieces:
                     writer.transport.abort()  # a broken stream, as a dropped connection looks
@@ -320,6 +329,15 @@ class ScriptedModelServer:
 
 
 # ------------------------------------------------------------ rendering
+def _stream_error(provider: str, failure: Failure) -> str:
+    if provider == "openai":
+        error: dict[str, Any] = {"message": failure.message, "type": failure.kind, "code": failure.code}
+        if failure.status != 200:  # as vLLM sends it: the HTTP status it would have answered
+            error["code"] = failure.status
+        return f"data: {json.dumps({'error': error})}\n\n"
+    return _sse("error", {"type": "error", "error": {"type": failure.kind, "message": failure.message}})
+
+
 def _pieces(text: str, size: int) -> list[str]:
     size = max(1, size)
     return [text[i : i + size] for i in range(0, len(text), size)]

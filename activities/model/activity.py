@@ -174,9 +174,7 @@ def classify(provider: str, exc: BaseException) -> ApplicationError | None:
         return None
     status, message, code, headers = details
     if status < 400:  # an error event inside a 200 stream
-        kind = errors.STREAM_ERROR_TYPES.get(code or "", errors.SERVER_ERROR)
-        if kind == errors.BAD_REQUEST:
-            kind = errors.type_for_status(400, message, code)
+        kind = errors.type_for_stream_error(message, code)
     else:
         kind = errors.type_for_status(status, message, code)
     # A server may echo the key it was sent (a 401 body): never into the history or a log.

@@ -70,11 +70,19 @@ async def stream_items(
 
 
 def error_details(exc: BaseException) -> tuple[int, str, str | None, dict[str, str]] | None:
-    """(status, message, code, headers) of an API error; None for others."""
+    """(status, message, code, headers) of an API error; None for others.
+    An error chunk inside a 200 stream has status 200, unless the server
+    put the HTTP status it stands for in the error's code (vLLM does)."""
     if isinstance(exc, sdk().APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         err = body.get("error", body)
         message = (err.get("message") if isinstance(err, dict) else None) or str(exc)
         code = err.get("code") if isinstance(err, dict) else None
         return exc.status_code, message, code, dict(exc.response.headers)
+    if isinstance(exc, sdk().APIError) and isinstance(exc.body, dict):
+        message = str(exc.body.get("message") or exc)
+        code, kind = exc.body.get("code"), exc.body.get("type")
+        if isinstance(code, int) and 400 <= code < 600:
+            return code, message, None, {}
+        return 200, message, code if isinstance(code, str) else (kind if isinstance(kind, str) else None), {}
     return None

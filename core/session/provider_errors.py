@@ -137,6 +137,18 @@ STREAM_ERROR_TYPES = {
 }
 
 
+def type_for_stream_error(message: str, code: str | None) -> str:
+    """An error a server sent inside a stream it had answered 200: by its
+    type where the provider names one (Anthropic's error events), a
+    conversation too long for the model by its words, anything else as the
+    server's own failure (retried)."""
+    kind = STREAM_ERROR_TYPES.get(code or "")
+    if kind is None:
+        too_long = type_for_status(400, message, code) == CONTEXT_TOO_LONG
+        return CONTEXT_TOO_LONG if too_long else SERVER_ERROR
+    return type_for_status(400, message, code) if kind == BAD_REQUEST else kind
+
+
 def what_to_do(error_type: str, provider: str, model: str) -> str:
     """The session's final message for a non-retryable model error."""
     key = key_variable(provider)

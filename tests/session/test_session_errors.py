@@ -18,7 +18,7 @@ from core.session import provider_errors as errors
 from core.session.contracts import SessionLimits, SessionState
 from runtime import session_api as sessions
 from runtime.devserver import DEFAULT_DYNAMIC_CONFIG, dynamic_config_args
-from tests.model_server import Reply, ScriptedModelServer, tool
+from tests.model_server import Failure, Reply, ScriptedModelServer, tool
 from tests.session.test_session_support import model_server  # noqa: F401  (fixture)
 from runtime.worker import build_worker
 
@@ -75,6 +75,43 @@ async def test_a_stream_that_stops_before_the_answer_is_done_is_retried_not_take
     assert classified is not None and classified.type == errors.SERVER_ERROR and not classified.non_retryable
     assert "cut" in classified.message
     assert (await stream_model(config, entries, "k", url, lambda calls: None)).text == "the whole answer"
+
+
+@pytest.mark.parametrize(
+    "provider, failure, expected",
+    [
+        ("anthropic", Failure(200, "overloaded_error", "Overloaded"), errors.SERVER_ERROR),
+        ("anthropic", Failure(200, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"),
+         errors.CONTEXT_TOO_LONG),
+        ("openai", Failure(200, "server_error", "The server had an error while processing your request."),
+         errors.SERVER_ERROR),
+        ("openai", Failure(200, "invalid_request_error", "context_length_exceeded", code="context_length_exceeded"),
+         errors.CONTEXT_TOO_LONG),
+        # vLLM: the HTTP status it would have answered, as the error's code
+        ("openai", Failure(400, "BadRequestError", "This model's maximum context length is 8192 tokens."),
+         errors.CONTEXT_TOO_LONG),
+        ("openai", Failure(429, "RateLimitError", "slow down"), errors.RATE_LIMITED),
+        ("openai", Failure(500, "InternalServerError", "engine died"), errors.SERVER_ERROR),
+    ],
+)
+async def test_an_error_inside_a_stream_is_classified_like_the_status_it_stands_for(
+    provider: str, failure: Failure, expected: str, model_server: ScriptedModelServer
+) -> None:
+    """A server that already answered 200 reports a failure inside the
+    stream: it is retried or ends the session by what it says, as the same
+    failure answered with an HTTP status would."""
+    from activities.model.activity import classify, stream_model
+    from core.session.contracts import ModelConfig, TranscriptEntry
+
+    url = model_server.openai_base_url if provider == "openai" else model_server.anthropic_base_url
+    model_server.add(Reply(text="an answer that fails half way", stream_error=(2, failure)))
+    with pytest.raises(Exception) as raised:
+        await stream_model(ModelConfig(provider=provider, model="m"), [TranscriptEntry(kind="user", text="hi")],
+                           "k", url, lambda calls: None)
+    classified = classify(provider, raised.value)
+    assert classified is not None, raised.value
+    assert classified.type == expected and classified.non_retryable == (expected in errors.NON_RETRYABLE)
+    assert failure.message in classified.message
 
 
 def test_every_non_retryable_error_says_what_to_do() -> None:
