@@ -274,7 +274,7 @@ class StreamAssembler:
             return key
         if call_id:
             for key, call in self._calls.items():
-                if call.id == call_id:
+                if call.id == call_id and not (name and call._scanner.closed):  # an id used twice: another call
                     return key
             return len(self._calls)
         if self._calls:

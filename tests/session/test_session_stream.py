@@ -153,6 +153,8 @@ FRAMINGS = {
     # Gemini: no index; a call's later argument fragments carry no id either.
     "no index": [_delta(_whole("c1", "read_file", A[:5])), _delta({"function": {"arguments": A[5:]}}),
                  _delta(_whole("c2", "grep", B[:7])), _delta({"function": {"arguments": B[7:]}})],
+    # No index and one id for both (a server numbering nothing).
+    "no index, one id": [_delta(_whole("c1", "read_file", A)), _delta(_whole("c1", "grep", B))],
     # No index, no ids, each call whole: only the names tell them apart.
     "no index, no ids": [_delta(_whole(None, "read_file", A)), _delta(_whole(None, "grep", B))],
     # Arguments sent as an object rather than JSON text.
@@ -171,7 +173,9 @@ def test_two_calls_stay_two_however_a_server_numbers_them(framing: str) -> None:
     assert all(c.repair == "" for c in calls)
     ids = [c.id for c in calls]
     assert len(set(ids)) == 2 and all(ids)
-    if "no ids" not in framing:
+    if framing == "no index, one id":
+        assert ids == ["c1", "call_m3_1"]
+    elif "no ids" not in framing:
         assert ids == ["c1", "c2"]
         # each surfaced while streaming, with the arguments it finally has
         assert [(c.id, c.final_arguments) for c in surfaced] == [(c.id, c.final_arguments) for c in calls]
