@@ -289,6 +289,7 @@ def session_activities(
         # Text the model API decoded from a lone surrogate escape cannot be
         # encoded: not for the history, the transcript or the next request.
         response.text = replace_surrogates(response.text)
+        response.reasoning = {k: replace_surrogates(v) for k, v in response.reasoning.items()}
         bounded = _bounded(response, config.provider, head)
         if dispatcher is not None:  # the transcript records the merged batch
             over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
