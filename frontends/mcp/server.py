@@ -16,15 +16,18 @@ import logging
 import time
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from core.contracts import TurnProgress, TurnStatus
 from core.tools.specs import TOOLS, command_verdict
 from frontends.mcp.approval import DECISION_SCHEMA, answer_from, decode_state, encode_state, review_text, where_to_decide
+from frontends.mcp.errors import invalid_params_message
 from frontends.mcp.ordering import CallOrder
 from frontends.mcp.tools import call_result, failed_result, is_concurrency_safe, mcp_tools
 from frontends.mcp.turns import McpTurns, NotConnected
@@ -34,6 +37,8 @@ log = logging.getLogger("agent-tools.mcp")
 
 SERVER_NAME = "agent-tools"
 APPROVAL_KEY = "approval"
+# How long a call whose request was cancelled may take to cancel its turn and see it end.
+ABANDON_TIMEOUT_S = 5.0
 INSTRUCTIONS = (
     "Coding tools for one workspace. Every call runs as a durable Temporal turn: read a file before "
     "writing it (a write to a file changed since your read is refused as a conflict); calls that need "
@@ -71,7 +76,14 @@ class McpFrontend:
                 turn_id = await self.turns.start(params.name, params.arguments)
             except (TurnInputError, NoWorker, NotConnected) as exc:
                 return failed_result("", f"the call was not started: {exc}")
-            result = await self._wait(ctx, turn_id)
+            try:
+                result = await self._wait(ctx, turn_id)
+            except asyncio.CancelledError:
+                # The client cancelled the request (notifications/cancelled) or
+                # went away (end of stdin): nobody waits for this turn any more.
+                with anyio.CancelScope(shield=True):
+                    await self._abandon(turn_id)
+                raise
             if isinstance(result, types.InputRequiredResult):
                 # The turn is paused and the client will retry with the
                 # decision: the calls behind it still wait for its end.
@@ -81,6 +93,21 @@ class McpFrontend:
         finally:
             if not handed_over:
                 place.release()
+
+    async def _abandon(self, turn_id: str) -> None:
+        """A call whose request ended unanswered (cancelled by the client, or
+        the client went away): its turn is cancelled, as tasks/cancel does (a
+        running command is killed, what ran is recorded), and its end awaited
+        so the calls behind it still run in order. Left alone, a turn
+        paused for approval would wait for ever: the wait that rejects it at
+        the approval timeout ended with the request."""
+        with anyio.move_on_after(ABANDON_TIMEOUT_S):
+            try:
+                await self.turns.cancel(turn_id)
+                # Its end, before the calls behind it (in order) may start.
+                await self.turns.client.get_workflow_handle(turn_id).result()
+            except Exception as exc:  # noqa: BLE001 - already over, Temporal gone: nothing more to do here
+                log.info("abandoned turn %s: %s", turn_id, exc)
 
     # ------------------------------------------------------------ waiting
     async def _wait(self, ctx: ServerRequestContext[Any], turn_id: str) -> types.CallToolResult | types.InputRequiredResult:
@@ -218,6 +245,16 @@ def _approver(ctx: ServerRequestContext[Any]) -> str:
     return f"mcp:{name}"
 
 
+async def readable_invalid_params(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+    """A ServerMiddleware: params that fail validation are answered with what
+    is wrong (the SDK alone says only "Invalid request parameters")."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        message = invalid_params_message(ctx.method, exc.errors(include_input=False, include_url=False))
+        raise MCPError(types.INVALID_PARAMS, message) from None
+
+
 def build_server(turns: McpTurns) -> Server[Any]:
     from frontends.mcp.tasks import TaskMiddleware
 
@@ -229,5 +266,6 @@ def build_server(turns: McpTurns) -> Server[Any]:
         on_list_tools=frontend.list_tools,
         on_call_tool=frontend.call_tool,
     )
+    server.middleware.append(readable_invalid_params)
     server.middleware.append(TaskMiddleware(frontend))
     return server

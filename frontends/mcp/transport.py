@@ -11,8 +11,14 @@ import hmac
 import ipaddress
 from typing import Any, Awaitable, Callable
 
+import anyio
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from frontends.mcp.errors import reply_to_unreadable
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -25,7 +31,25 @@ class TransportError(ValueError):
 
 async def serve_stdio(server: Server[Any]) -> None:
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        # The SDK's stdio transport passes a line it cannot read as a message
+        # on as an exception, which the server only logs: a request with an id
+        # would never be answered. Answer those here; pass the rest on.
+        relay_send, relayed = anyio.create_memory_object_stream[Any](0)
+
+        async def relay() -> None:
+            async with relay_send:
+                async for item in read_stream:
+                    if isinstance(item, ValidationError):
+                        reply = reply_to_unreadable(item.errors(include_url=False))
+                        if reply is not None:
+                            await write_stream.send(SessionMessage(reply))
+                        continue
+                    await relay_send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relay)
+            await server.run(relayed, write_stream, server.create_initialization_options())
+            tg.cancel_scope.cancel()
 
 
 def is_loopback(host: str) -> bool:
@@ -76,9 +100,28 @@ class BearerToken:
         await self.app(scope, receive, send)
 
 
+def loopback_security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection (Host and Origin must name this machine) for
+    a loopback address. The SDK turns it on by itself only for 127.0.0.1,
+    localhost and ::1; on any other loopback address (127.0.0.2, ...) a web
+    page could otherwise reach a server that has no token. None elsewhere:
+    such a server needs a token, which a web page cannot send."""
+    if not is_loopback(host):
+        return None
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    own = f"[{host}]" if ":" in host else host
+    if own not in names:
+        names.append(own)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in names],
+        allowed_origins=[f"http://{name}:*" for name in names],
+    )
+
+
 def http_app(server: Server[Any], *, host: str, token: str | None) -> Any:
     check_listen(host, token)
-    app: Any = server.streamable_http_app(host=host)
+    app: Any = server.streamable_http_app(host=host, transport_security=loopback_security(host))
     return BearerToken(app, token) if token else app
 
 

@@ -71,8 +71,13 @@ class HttpServer:
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
+    def address(self) -> str:
+        """Where a client on this machine reaches the server."""
+        return self.host if self.host.startswith("127.") else "127.0.0.1"
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://{self.address}:{self.port}/mcp"
 
     def start(self, timeout: float = 30) -> "HttpServer":
         self._log = open(self.log, "ab")
@@ -83,7 +88,7 @@ class HttpServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"MCP server exited ({self.proc.returncode}):\n{self.log.read_text()}")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.3):
+                with socket.create_connection((self.address, self.port), timeout=0.3):
                     return self
             except OSError:
                 time.sleep(0.1)

@@ -1,5 +1,5 @@
 """The pure parts of the MCP front-end: call order, approval answers, request
-state, listening rules."""
+state, listening rules, answers to malformed messages."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import asyncio
 import pytest
 
 from frontends.mcp.approval import answer_from, decode_state, encode_state
+from frontends.mcp.errors import invalid_params_message, reply_to_unreadable
 from frontends.mcp.ordering import CallOrder
 from frontends.mcp.tools import is_concurrency_safe
-from frontends.mcp.transport import TransportError, check_listen, is_loopback
+from frontends.mcp.transport import TransportError, check_listen, is_loopback, loopback_security
 
 
 async def test_unsafe_calls_run_in_arrival_order_and_safe_ones_together() -> None:
@@ -101,3 +102,59 @@ def test_listening_needs_a_token_beyond_loopback() -> None:
         with pytest.raises(TransportError, match="AGENT_TOOLS_MCP_TOKEN"):
             check_listen(host, None)
         check_listen(host, "secret")
+
+
+def _unreadable(line: str) -> list[dict]:
+    import mcp_types as types
+    from pydantic import ValidationError
+
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        return exc.errors(include_url=False)
+    raise AssertionError(f"{line!r} is a valid message")
+
+
+@pytest.mark.parametrize("line, code, request_id", [
+    ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[]}', -32600, 7),
+    ('{"jsonrpc":"2.0","id":"a","method":5}', -32600, "a"),
+    ('{"jsonrpc":"2.0","id":"d","method":"m","params":{"x":' + "[" * 300 + "]" * 300 + "}}", -32600, "d"),
+    ("{oops", -32700, None),
+    ("[1, 2]", -32600, None),
+])
+def test_an_unreadable_request_is_answered(line: str, code: int, request_id: object) -> None:
+    reply = reply_to_unreadable(_unreadable(line))
+    assert reply is not None
+    assert (reply.error.code, reply.id) == (code, request_id)
+    assert "send" in reply.error.message or "request" in reply.error.message
+
+
+@pytest.mark.parametrize("line", [
+    "", "   ",
+    '{"jsonrpc":"2.0","method":5}',                 # a notification: JSON-RPC never answers one
+    '{"jsonrpc":"2.0","id":[1],"method":5}',      # no usable id
+    '{"jsonrpc":"2.0","id":3}',                     # an answer gone wrong
+])
+def test_unanswerable_lines_get_no_answer(line: str) -> None:
+    assert reply_to_unreadable(_unreadable(line)) is None
+
+
+def test_invalid_params_message_names_the_field_not_the_input() -> None:
+    message = invalid_params_message("tools/call", [
+        {"loc": ("arguments",), "msg": "Input should be a valid dictionary", "input": "SECRET"},
+    ])
+    assert message.startswith("invalid params for tools/call: arguments: Input should be a valid dictionary")
+    assert "inputSchema" in message and "SECRET" not in message
+    many = invalid_params_message("tasks/get", [{"loc": ("taskId",), "msg": "bad"}] * 7)
+    assert many.count("taskId: bad") == 5 and "2 more" in many
+
+
+def test_every_loopback_address_checks_host_and_origin() -> None:
+    for host in ("127.0.0.1", "127.0.0.2", "localhost", "::1"):
+        security = loopback_security(host)
+        assert security is not None and security.enable_dns_rebinding_protection
+        assert "localhost:*" in security.allowed_hosts
+    assert "127.0.0.2:*" in loopback_security("127.0.0.2").allowed_hosts
+    assert "http://[::1]:*" in loopback_security("::1").allowed_origins
+    # Elsewhere a token is required (and a web page cannot send it).
+    assert loopback_security("0.0.0.0") is None

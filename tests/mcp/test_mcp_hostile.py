@@ -1,0 +1,616 @@
+"""Buggy and hostile MCP clients: whatever a client sends, the server answers
+with a clear error (a JSON-RPC error, or a tool result with isError and text
+saying what to do), never crashes or hangs, and keeps serving.
+
+One stdio server process (policy auto) is shared by most cases, spoken to as
+raw JSON-RPC so the client can send what no SDK client would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterator
+
+import httpx2
+import pytest
+import pytest_asyncio
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.testing import WorkflowEnvironment
+
+from core.contracts import Policy
+from frontends.mcp.settings import McpSettings
+from runtime.api import TurnClient
+from runtime.worker import build_worker
+from tests.mcp.support import HttpServer, mcp_args
+from tests.processes import REPO
+
+NORMAL_CALL = {"name": "read_file", "arguments": {"path": "hello.txt"}}
+
+
+class Raw:
+    """JSON-RPC over a server's stdio, as a careless or hostile client writes
+    it. A reader thread files every answer by id, so a test can send without
+    waiting and wait without blocking the event loop for long."""
+
+    def __init__(self, args: list[str], stderr_log: Path, protocol: str = "2025-11-25") -> None:
+        self.stderr_log = stderr_log
+        self._err = open(stderr_log, "ab")
+        self.proc = subprocess.Popen([sys.executable, *args], cwd=REPO, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._err, start_new_session=True)
+        self._ids = itertools.count(1)
+        self._answers: dict[Any, dict[str, Any]] = {}
+        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self.eof = False
+        self.unaddressed: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.request("initialize", {"protocolVersion": protocol, "capabilities": {},
+                                    "clientInfo": {"name": "hostile", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = {"unparsable": line.decode(errors="replace")}
+            if "method" in message and "id" in message:  # the server asks us: we never say yes
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": {"action": "cancel"}})
+                continue
+            with self._cond:
+                if message.get("id") is None:  # an answer to a message without a readable id
+                    self.unaddressed.append(message)
+                else:
+                    self._answers.setdefault(message.get("id"), message)
+                self._cond.notify_all()
+        with self._cond:
+            self.eof = True
+            self._cond.notify_all()
+
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        data = message if isinstance(message, bytes) else (json.dumps(message) + "\n").encode()
+        assert self.proc.stdin is not None
+        with self._lock:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+
+    def start(self, method: str, params: Any = None) -> int:
+        my_id = next(self._ids)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": my_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return my_id
+
+    def answer(self, my_id: Any, timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while my_id not in self._answers:
+                left = deadline - time.monotonic()
+                if self.eof:
+                    raise RuntimeError(f"server closed stdout (exit {self.proc.poll()}):\n{self.stderr()}")
+                if left <= 0:
+                    raise TimeoutError(f"no answer to request {my_id!r}")
+                self._cond.wait(left)
+            return self._answers.pop(my_id)
+
+    def request(self, method: str, params: Any = None, timeout: float = 60) -> dict[str, Any]:
+        return self.answer(self.start(method, params), timeout)
+
+    async def wait(self, my_id: Any, timeout: float = 60) -> dict[str, Any]:
+        """``answer`` without a thread: the test's worker shares the default
+        executor, and many blocked waits would starve its activities."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._cond:
+                if my_id in self._answers:
+                    return self._answers.pop(my_id)
+                if self.eof:
+                    raise RuntimeError(f"server closed stdout (exit {self.proc.poll()}):\n{self.stderr()}")
+            await asyncio.sleep(0.02)
+        raise TimeoutError(f"no answer to request {my_id!r}")
+
+    async def unaddressed_error(self, timeout: float = 10) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._cond:
+                if self.unaddressed:
+                    return self.unaddressed.pop(0)["error"]
+            await asyncio.sleep(0.02)
+        raise TimeoutError("no answer to the unreadable message")
+
+    async def call(self, method: str, params: Any = None, timeout: float = 60) -> dict[str, Any]:
+        return await self.wait(self.start(method, params), timeout)
+
+    def stderr(self) -> str:
+        self._err.flush()
+        return self.stderr_log.read_text(errors="replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def tool_text(result: dict[str, Any]) -> str:
+    return "\n".join(c["text"] for c in result.get("content", []) if c.get("type") == "text")
+
+
+async def still_serving(raw: Raw) -> None:
+    answer = await raw.call("tools/call", NORMAL_CALL)
+    assert "result" in answer, answer
+    assert not answer["result"].get("isError"), answer
+    assert "hello" in tool_text(answer["result"])
+    assert raw.proc.poll() is None
+
+
+# ---------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def hostile_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile") / "ws"
+    root.mkdir()
+    (root / "hello.txt").write_text("hello\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def hostile_queue() -> str:
+    return f"tq-hostile-{uuid.uuid4().hex[:8]}"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def hostile_worker(temporal_env: WorkflowEnvironment, hostile_ws: Path, hostile_queue: str) -> AsyncIterator[Client]:
+    client = temporal_env.client
+    async with build_worker(client, task_queue=hostile_queue, workspace=str(hostile_ws),
+                            default_policy=Policy(mode="ask-writes")):
+        yield client
+
+
+@pytest.fixture(scope="module")
+def raw(hostile_worker: Client, hostile_ws: Path, hostile_queue: str,
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[Raw]:
+    server = Raw(mcp_args(hostile_worker, hostile_ws, hostile_queue, "--policy", "auto"),
+                 tmp_path_factory.mktemp("hostile-log") / "stdio.log")
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+# ------------------------------------------------------- malformed calls
+async def test_unknown_tool_is_a_protocol_error_naming_the_tools(raw: Raw) -> None:
+    answer = await raw.call("tools/call", {"name": "rm_rf", "arguments": {}})
+    assert answer["error"]["code"] == -32602
+    assert "unknown tool 'rm_rf'" in answer["error"]["message"]
+    assert "read_file" in answer["error"]["message"]
+    await still_serving(raw)
+
+
+@pytest.mark.parametrize("arguments, expected", [
+    ({}, "path"),                                           # a required field missing
+    ({"path": 5}, "path"),                                  # wrong type
+    ({"path": "hello.txt", "offset": "ten"}, "offset"),     # wrong type, optional field
+    ({"path": "hello.txt", "sudo": True}, "sudo"),          # an unknown extra field
+    ({"path": ["hello.txt"]}, "path"),
+])
+async def test_bad_arguments_are_the_models_error(raw: Raw, arguments: dict[str, Any], expected: str) -> None:
+    answer = await raw.call("tools/call", {"name": "read_file", "arguments": arguments})
+    result = answer["result"]
+    assert result["isError"] is True
+    assert expected in tool_text(result)
+    await still_serving(raw)
+
+
+async def test_arguments_absent(raw: Raw) -> None:
+    answer = await raw.call("tools/call", {"name": "read_file"})
+    assert answer["result"]["isError"] is True
+    assert "path" in tool_text(answer["result"])
+    await still_serving(raw)
+
+
+@pytest.mark.parametrize("arguments", ["path=hello.txt", ["hello.txt"], 7, True])
+async def test_arguments_not_an_object(raw: Raw, arguments: Any) -> None:
+    answer = await raw.call("tools/call", {"name": "read_file", "arguments": arguments})
+    assert answer["error"]["code"] == -32602, answer
+    assert "arguments" in answer["error"]["message"]
+    await still_serving(raw)
+
+
+@pytest.mark.parametrize("params", [None, [], "read_file", {"arguments": {"path": "hello.txt"}}, {"name": 3}])
+async def test_call_params_malformed(raw: Raw, params: Any) -> None:
+    # Answered at once: a request left unanswered hangs the client.
+    answer = await raw.call("tools/call", params, timeout=10)
+    assert answer["error"]["code"] in (-32600, -32602), answer
+    assert "params" in answer["error"]["message"] or "name" in answer["error"]["message"], answer
+    await still_serving(raw)
+
+
+async def test_unparsable_lines_and_junk_messages(raw: Raw) -> None:
+    raw.send(b"\n")                                          # nothing to answer
+    raw.send(b"{this is not json\n")
+    assert (await raw.unaddressed_error())["code"] == -32700
+    raw.send(b'[1, 2, 3]\n')                                 # a batch (not in MCP) or junk
+    assert (await raw.unaddressed_error())["code"] == -32600
+    raw.send(b'{"jsonrpc": "2.0", "id": "x1"}\n')            # neither request nor answer
+    raw.send(b'{"jsonrpc": "2.0", "method": 5}\n')           # a malformed notification
+    raw.send(b'{"jsonrpc": "2.0", "id": 999999, "result": {}}\n')  # an answer to nothing
+    await still_serving(raw)
+    assert raw.unaddressed == []
+    # A request the transport cannot read as one still gets an answer with its id.
+    raw.send(b'{"jsonrpc": "2.0", "id": "x3", "method": "tools/list", "params": "all"}\n')
+    error = (await raw.wait("x3", 10))["error"]
+    assert error["code"] == -32600 and "params" in error["message"], error
+    raw.send(b'{"jsonrpc": "2.0", "id": "x4", "method": 5}\n')
+    error = (await raw.wait("x4", 10))["error"]
+    assert error["code"] == -32600 and "method" in error["message"], error
+    # A request for a method that does not exist is answered, not dropped.
+    answer = await raw.call("tools/delete_everything", {})
+    assert answer["error"]["code"] == -32601
+    await still_serving(raw)
+
+
+async def test_deeply_nested_arguments(raw: Raw) -> None:
+    def call_with(depth: int, my_id: str) -> bytes:
+        nested = '{"a":[' * depth + '"x"' + ']}' * depth
+        return ('{"jsonrpc":"2.0","id":"' + my_id + '","method":"tools/call","params":{"name":"read_file",'
+                '"arguments":{"path":"hello.txt","deep":' + nested + '}}}\n').encode()
+
+    # Deep but readable: the tool's validation names the unknown field.
+    raw.send(call_with(40, "deep-40"))
+    result = (await raw.wait("deep-40", 30))["result"]
+    assert result["isError"] is True and "deep" in tool_text(result)
+    # Deeper than the SDK reads, but the request can be named: answered.
+    raw.send(call_with(150, "deep-150"))
+    error = (await raw.wait("deep-150", 10))["error"]
+    assert error["code"] == -32600 and "recursion" in error["message"], error
+    # Too deep to read as JSON: a parse error (no id could be read).
+    raw.send(call_with(100_000, "deep-100000"))
+    error = await raw.unaddressed_error()
+    assert error["code"] == -32700 and "recursion" in error["message"], error
+    await still_serving(raw)
+
+
+async def test_huge_write_content(raw: Raw, hostile_ws: Path) -> None:
+    content = "y" * (20 * 1024 * 1024)
+    started = time.monotonic()
+    answer = await raw.call("tools/call", {"name": "write_file", "arguments": {"path": "huge.txt", "content": content}},
+                            timeout=120)
+    assert time.monotonic() - started < 60
+    del content
+    # Refused before a turn starts (Temporal takes 2 MiB a payload), saying what to do instead.
+    result = answer["result"]
+    assert result["isError"] is True
+    assert "2 MiB" in tool_text(result) and "in parts" in tool_text(result), tool_text(result)
+    assert not (hostile_ws / "huge.txt").exists()
+    await still_serving(raw)
+
+
+async def test_paths_outside_the_workspace_are_refused(raw: Raw, hostile_ws: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret\n")
+    (hostile_ws / "link").symlink_to(tmp_path)
+    for name, arguments in [
+        ("read_file", {"path": str(secret)}),
+        ("read_file", {"path": os.path.relpath(secret, hostile_ws)}),
+        ("read_file", {"path": "link/secret.txt"}),
+        ("write_file", {"path": os.path.relpath(tmp_path / "planted.txt", hostile_ws), "content": "x"}),
+        ("write_file", {"path": "link/planted.txt", "content": "x"}),
+        ("glob", {"pattern": "*", "path": str(tmp_path)}),
+        ("grep", {"pattern": "secret", "path": "link"}),
+    ]:
+        answer = await raw.call("tools/call", {"name": name, "arguments": arguments})
+        result = answer["result"]
+        assert result["isError"] is True, (name, arguments, tool_text(result))
+        assert "top secret" not in tool_text(result)
+    assert not (tmp_path / "planted.txt").exists()
+    await still_serving(raw)
+
+
+# ------------------------------------------------------------- many calls
+async def test_forty_concurrent_safe_calls(raw: Raw, hostile_ws: Path) -> None:
+    for i in range(40):
+        (hostile_ws / f"c{i}.txt").write_text(f"content {i}\n")
+    ids = [raw.start("tools/call", {"name": "read_file", "arguments": {"path": f"c{i}.txt"}}) for i in range(40)]
+    answers = await asyncio.gather(*(raw.wait(my_id, 90) for my_id in ids))
+    for i, answer in enumerate(answers):
+        assert not answer["result"]["isError"], answer
+        assert f"content {i}" in tool_text(answer["result"])
+    assert len({a["result"]["structuredContent"]["turn_id"] for a in answers}) == 40
+    await still_serving(raw)
+
+
+async def test_a_burst_of_writes_to_one_file_lands_in_arrival_order(raw: Raw, hostile_ws: Path) -> None:
+    target = hostile_ws / "burst.txt"
+    target.write_text("v-start\n")
+    assert not (await raw.call("tools/call", {"name": "read_file", "arguments": {"path": "burst.txt"}}))["result"]["isError"]
+    ids = []
+    for i in range(8):
+        ids.append(raw.start("tools/call", {"name": "write_file", "arguments": {"path": "burst.txt", "content": f"v{i}\n"}}))
+        ids.append(raw.start("tools/call", {"name": "read_file", "arguments": {"path": "burst.txt"}}))
+    answers = await asyncio.gather(*(raw.wait(my_id, 90) for my_id in ids))
+    for i in range(8):
+        write, read = answers[2 * i]["result"], answers[2 * i + 1]["result"]
+        # Each write had the snapshot of the one before it: none is a conflict.
+        assert not write["isError"], tool_text(write)
+        # The read sent right after a write sees that write, never a later one.
+        assert f"v{i}" in tool_text(read), tool_text(read)
+    assert target.read_text() == "v7\n"
+
+
+# ------------------------------------------------- disconnect, cancellation
+def turn_prefix(workspace: Path, task_queue: str, session: str | None = None) -> str:
+    return McpSettings(workspace=str(workspace.resolve()), task_queue=task_queue, session=session).turn_prefix
+
+
+async def turns_of(client: Client, prefix: str) -> dict[str, WorkflowExecutionStatus | None]:
+    found = {}
+    async for wf in client.list_workflows(f'WorkflowId STARTS_WITH "{prefix}"'):
+        found[wf.id] = wf.status
+    return found
+
+
+async def wait_for(predicate: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+async def started_command(client: Client, prefix: str, before: set[str]) -> None:
+    """Until a new turn runs, then a moment for its command to start (a bash
+    call may run captured, so the workspace shows nothing before its end)."""
+
+    async def running() -> bool:
+        turns = await turns_of(client, prefix)
+        return any(k not in before and v == WorkflowExecutionStatus.RUNNING for k, v in turns.items())
+
+    await wait_for(running, 30, "the long call's turn runs")
+    await asyncio.sleep(1.5)
+
+
+@pytest.mark.parametrize("how", ["stdin-closed", "both-pipes-closed"])
+async def test_client_vanishes_mid_call_and_the_turn_stays_durable(
+    hostile_worker: Client, hostile_ws: Path, hostile_queue: str, tmp_path: Path, how: str
+) -> None:
+    """The client goes away in the middle of a long call. It closes its end
+    (stdin-closed): the server cancels the call's turn (nobody waits for it
+    any more; a command is killed) and exits. It dies (both pipes closed
+    under the server): the server exits at once, maybe before it could
+    cancel, and the turn ends on its own. Either way the server exits
+    cleanly and the turn's end and the session's snapshots are in Temporal
+    for the next server."""
+    session = f"vanish-{how}"
+    (hostile_ws / f"{session}.txt").write_text("kept\n")
+    out = hostile_ws / f"{session}.out"
+    prefix = turn_prefix(hostile_ws, hostile_queue, session)
+    args = mcp_args(hostile_worker, hostile_ws, hostile_queue, "--policy", "auto", "--session", session)
+    seconds = 30 if how == "stdin-closed" else 3
+    gone = Raw(args, tmp_path / "gone.log")
+    try:
+        read = await gone.call("tools/call", {"name": "read_file", "arguments": {"path": f"{session}.txt"}})
+        assert not read["result"]["isError"]
+        before = set(await turns_of(hostile_worker, prefix))
+        gone.start("tools/call", {"name": "bash", "arguments": {"command": f"sleep {seconds} && echo done > {out.name}"}})
+        await started_command(hostile_worker, prefix, before)
+        assert gone.proc.stdin is not None and gone.proc.stdout is not None
+        gone.proc.stdin.close()
+        if how == "both-pipes-closed":
+            gone.proc.stdout.close()
+        code = await asyncio.to_thread(gone.proc.wait, 15)
+        assert code == 0, gone.stderr()
+        assert "Traceback" not in gone.stderr(), gone.stderr()
+    finally:
+        gone.kill()
+
+    turns = list(await turns_of(hostile_worker, prefix))
+    assert len(turns) == 2
+
+    async def all_ended() -> bool:
+        for turn_id in turns:
+            if (await hostile_worker.get_workflow_handle(turn_id).describe()).status == WorkflowExecutionStatus.RUNNING:
+                return False
+        return True
+
+    await wait_for(all_ended, 5 if how == "stdin-closed" else 20, "the vanished client's turns ended")
+    again = Raw(args, tmp_path / "again.log")
+    try:
+        statuses = sorted([(await again.call("tasks/get", {"taskId": t}))["result"]["status"] for t in turns])
+        if how == "stdin-closed":
+            assert statuses == ["cancelled", "completed"]
+        if "cancelled" in statuses:
+            assert not out.exists()
+        else:
+            assert out.read_text() == "done\n"
+        # What the agent read before is still known: its write is accepted.
+        write = await again.call("tools/call", {"name": "write_file",
+                                                "arguments": {"path": f"{session}.txt", "content": "changed\n"}})
+        assert not write["result"]["isError"], tool_text(write["result"])
+    finally:
+        again.kill()
+    assert (hostile_ws / f"{session}.txt").read_text() == "changed\n"
+
+
+async def test_cancelled_running_call_ends_its_turn(raw: Raw, hostile_worker: Client, hostile_ws: Path,
+                                                    hostile_queue: str) -> None:
+    prefix = turn_prefix(hostile_ws, hostile_queue)
+    before = set(await turns_of(hostile_worker, prefix))
+    my_id = raw.start("tools/call", {"name": "bash", "arguments": {"command": "sleep 30 && echo x > slow-done"}})
+    await started_command(hostile_worker, prefix, before)
+    raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": my_id, "reason": "user hit stop"}})
+
+    async def ended() -> bool:
+        turns = {k: v for k, v in (await turns_of(hostile_worker, prefix)).items() if k not in before}
+        return bool(turns) and all(s != WorkflowExecutionStatus.RUNNING for s in turns.values())
+
+    await wait_for(ended, 10, "the cancelled call's turn ended")
+    assert not (hostile_ws / "slow-done").exists()
+    await still_serving(raw)
+
+
+async def test_cancelled_call_waiting_for_approval_does_not_leave_its_turn_waiting(
+    hostile_worker: Client, hostile_ws: Path, hostile_queue: str, tmp_path: Path
+) -> None:
+    """A call paused for approval, cancelled by a client that cannot be asked:
+    nobody would ever decide, so the turn must not wait for ever."""
+    prefix = turn_prefix(hostile_ws, hostile_queue, "cancel-paused")
+    server = Raw(mcp_args(hostile_worker, hostile_ws, hostile_queue, "--session", "cancel-paused"), tmp_path / "p.log")
+    try:
+        my_id = server.start("tools/call", {"name": "bash", "arguments": {"command": "touch never-approved"}})
+
+        async def paused() -> list[str]:
+            return [k for k, v in (await turns_of(hostile_worker, prefix)).items() if v == WorkflowExecutionStatus.RUNNING]
+
+        (turn_id,) = await wait_for(paused, 30, "the call's turn is running")
+
+        async def is_paused() -> bool:
+            return (await TurnClient(hostile_worker).status(turn_id)).status.value == "paused"
+
+        await wait_for(is_paused, 30, "the call's turn is paused for approval")
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": my_id}})
+
+        async def ended() -> bool:
+            desc = await hostile_worker.get_workflow_handle(turn_id).describe()
+            return desc.status != WorkflowExecutionStatus.RUNNING
+
+        await wait_for(ended, 15, "the paused turn of a cancelled call ended")
+        assert not (hostile_ws / "never-approved").exists()
+        await still_serving(server)
+    finally:
+        server.kill()
+
+
+# ----------------------------------------------------------------- tasks
+async def test_task_ids_of_other_sessions_and_workflows_are_refused(raw: Raw, hostile_ws: Path, hostile_queue: str) -> None:
+    ours = McpSettings(workspace=str(hostile_ws.resolve()), task_queue=hostile_queue)
+    other = McpSettings(workspace=str(hostile_ws.resolve()), task_queue=hostile_queue, session="someone-else")
+    for task_id in (other.turn_prefix + "abc", ours.snapshots_workflow_id, other.snapshots_workflow_id,
+                    ours.turn_prefix + "../../x", "", 5, None):
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            answer = await raw.call(method, {"taskId": task_id}, timeout=10)
+            assert "error" in answer, (method, task_id, answer)
+            assert answer["error"]["code"] == -32602
+    answer = await raw.call("tasks/list", {"cursor": "!!not-a-cursor!!"}, timeout=10)
+    assert answer["error"]["code"] == -32602 and "cursor" in answer["error"]["message"]
+    await still_serving(raw)
+
+
+# ------------------------------------------------------------------ HTTP
+TOKEN = "hostile-token-" + "z" * 32
+
+
+@pytest.fixture(scope="module")
+def http_server(hostile_worker: Client, hostile_ws: Path, hostile_queue: str,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    server = HttpServer(hostile_worker, hostile_ws, hostile_queue, tmp_path_factory.mktemp("http") / "http.log",
+                        "--policy", "auto", token=TOKEN).start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def post(server: HttpServer, body: Any, *, token: str | None = TOKEN, **headers: str) -> httpx2.Response:
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token:
+        sent["Authorization"] = f"Bearer {token}"
+    sent.update({k.replace("_", "-"): v for k, v in headers.items()})
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx2.post(server.url, content=content, headers=sent, timeout=30)
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hostile-http", "version": "0"}}}
+
+
+def http_still_serving(server: HttpServer) -> None:
+    response = post(server, INITIALIZE)
+    assert response.status_code == 200, response.text
+    assert "agent-tools" in response.text
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}", f"bearer  {TOKEN}x", TOKEN])
+def test_http_without_the_right_token(http_server: HttpServer, authorization: str | None) -> None:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if authorization:
+        headers["Authorization"] = authorization
+    for method in ("POST", "GET", "DELETE"):
+        response = httpx2.request(method, http_server.url, headers=headers, content=json.dumps(INITIALIZE).encode())
+        assert response.status_code == 401, (method, response.status_code, response.text)
+        assert "AGENT_TOOLS_MCP_TOKEN" in response.text
+    http_still_serving(http_server)
+
+
+def test_http_oversized_body_refused_before_auth_and_after(http_server: HttpServer) -> None:
+    big = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"b","content":"' \
+        + b"a" * (6 * 1024 * 1024) + b'"}}}'
+    assert post(http_server, big, token=None).status_code == 401
+    assert post(http_server, big).status_code == 413
+    http_still_serving(http_server)
+
+
+@pytest.mark.parametrize("headers, status", [
+    ({"Host": "evil.example:8765"}, 421),
+    ({"Host": "evil.example"}, 421),
+    ({"Origin": "http://evil.example"}, 403),
+    ({"Origin": "http://127.0.0.1.evil.example:80"}, 403),
+    ({"Origin": "null"}, 403),
+])
+def test_http_foreign_host_or_origin_refused(http_server: HttpServer, headers: dict[str, str], status: int) -> None:
+    response = post(http_server, INITIALIZE, **headers)
+    assert response.status_code == status, (response.status_code, response.text)
+    http_still_serving(http_server)
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[]", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}',
+                                  b'"just a string"', b""])
+def test_http_malformed_body(http_server: HttpServer, body: bytes) -> None:
+    response = post(http_server, body)
+    assert 400 <= response.status_code < 500, (response.status_code, response.text)
+    assert "error" in response.text.lower()
+    http_still_serving(http_server)
+
+
+def test_http_get_and_delete_without_or_with_a_foreign_session(http_server: HttpServer) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/event-stream"}
+    for method in ("GET", "DELETE"):
+        response = httpx2.request(method, http_server.url, headers=auth, timeout=10)
+        assert 400 <= response.status_code < 500, (method, response.status_code, response.text)
+        response = httpx2.request(method, http_server.url, headers={**auth, "Mcp-Session-Id": "f" * 32}, timeout=10)
+        assert response.status_code == 404, (method, response.status_code, response.text)
+    http_still_serving(http_server)
+
+
+def test_http_wrong_content_type(http_server: HttpServer) -> None:
+    response = post(http_server, INITIALIZE, Content_Type="text/plain")
+    assert response.status_code in (400, 415), response.text
+    http_still_serving(http_server)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "localhost"])
+def test_http_any_loopback_address_without_a_token_checks_host_and_origin(
+    hostile_worker: Client, hostile_ws: Path, hostile_queue: str, tmp_path: Path, host: str
+) -> None:
+    """Without a token a loopback server's only guard against a web page
+    (DNS rebinding, a cross-site POST) is the Host and Origin check."""
+    server = HttpServer(hostile_worker, hostile_ws, hostile_queue, tmp_path / "lo.log", host=host).start()
+    try:
+        assert post(server, INITIALIZE, token=None, Host="rebound.evil.example").status_code == 421
+        assert post(server, INITIALIZE, token=None, Origin="http://evil.example").status_code == 403
+        response = post(server, INITIALIZE, token=None)
+        assert response.status_code == 200, response.text
+    finally:
+        server.kill()
