@@ -39,6 +39,7 @@ SLOWEST_FIRST = (
     "tests/txn/test_txn_worker_crash.py::test_sigkill_between_journal_and_apply_finishes_the_apply",
     "tests/cli/test_client_cli.py::test_pending_show_approve_reject_from_the_cli",
     "tests/txn/test_txn_worker_crash.py::test_without_capture_a_lost_command_is_not_run_again",
+    "tests/mcp/test_mcp_hostile.py::test_client_vanishes_mid_call_and_the_turn_stays_durable",
     "tests/durability/test_worker_crash.py::test_worker_killed_mid_batch",
     "tests/gate/test_network_on_approval.py::test_without_the_option_the_sandbox_has_no_network",
     "tests/cli/test_workspace_queue.py::test_two_workers_two_folders_each_takes_only_its_own_turns",

@@ -1,6 +1,7 @@
-"""Buggy and hostile MCP clients: whatever a client sends, the server answers
-with a clear error (a JSON-RPC error, or a tool result with isError and text
-saying what to do), never crashes or hangs, and keeps serving.
+"""Buggy and hostile MCP clients over stdio: whatever a client sends, the
+server answers with a clear error (a JSON-RPC error, or a tool result with
+isError and text saying what to do), never crashes or hangs, and keeps
+serving. HTTP clients: test_mcp_hostile_http.py.
 
 One stdio server process (policy auto) is shared by most cases, spoken to as
 raw JSON-RPC so the client can send what no SDK client would.
@@ -9,183 +10,20 @@ raw JSON-RPC so the client can send what no SDK client would.
 from __future__ import annotations
 
 import asyncio
-import itertools
-import json
 import os
-import signal
-import subprocess
-import sys
-import threading
 import time
-import uuid
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
-import httpx2
 import pytest
-import pytest_asyncio
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.testing import WorkflowEnvironment
 
-from core.contracts import Policy
 from frontends.mcp.settings import McpSettings
 from runtime.api import TurnClient
-from runtime.worker import build_worker
-from tests.mcp.support import HttpServer, mcp_args
-from tests.processes import REPO
-
-NORMAL_CALL = {"name": "read_file", "arguments": {"path": "hello.txt"}}
-
-
-class Raw:
-    """JSON-RPC over a server's stdio, as a careless or hostile client writes
-    it. A reader thread files every answer by id, so a test can send without
-    waiting and wait without blocking the event loop for long."""
-
-    def __init__(self, args: list[str], stderr_log: Path, protocol: str = "2025-11-25") -> None:
-        self.stderr_log = stderr_log
-        self._err = open(stderr_log, "ab")
-        self.proc = subprocess.Popen([sys.executable, *args], cwd=REPO, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._err, start_new_session=True)
-        self._ids = itertools.count(1)
-        self._answers: dict[Any, dict[str, Any]] = {}
-        self._cond = threading.Condition()
-        self._lock = threading.Lock()
-        self.eof = False
-        self.unaddressed: list[dict[str, Any]] = []
-        threading.Thread(target=self._read, daemon=True).start()
-        self.request("initialize", {"protocolVersion": protocol, "capabilities": {},
-                                    "clientInfo": {"name": "hostile", "version": "0"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                message = {"unparsable": line.decode(errors="replace")}
-            if "method" in message and "id" in message:  # the server asks us: we never say yes
-                self.send({"jsonrpc": "2.0", "id": message["id"], "result": {"action": "cancel"}})
-                continue
-            with self._cond:
-                if message.get("id") is None:  # an answer to a message without a readable id
-                    self.unaddressed.append(message)
-                else:
-                    self._answers.setdefault(message.get("id"), message)
-                self._cond.notify_all()
-        with self._cond:
-            self.eof = True
-            self._cond.notify_all()
-
-    def send(self, message: dict[str, Any] | bytes) -> None:
-        data = message if isinstance(message, bytes) else (json.dumps(message) + "\n").encode()
-        assert self.proc.stdin is not None
-        with self._lock:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
-
-    def start(self, method: str, params: Any = None) -> int:
-        my_id = next(self._ids)
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": my_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return my_id
-
-    def answer(self, my_id: Any, timeout: float = 60) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while my_id not in self._answers:
-                left = deadline - time.monotonic()
-                if self.eof:
-                    raise RuntimeError(f"server closed stdout (exit {self.proc.poll()}):\n{self.stderr()}")
-                if left <= 0:
-                    raise TimeoutError(f"no answer to request {my_id!r}")
-                self._cond.wait(left)
-            return self._answers.pop(my_id)
-
-    def request(self, method: str, params: Any = None, timeout: float = 60) -> dict[str, Any]:
-        return self.answer(self.start(method, params), timeout)
-
-    async def wait(self, my_id: Any, timeout: float = 60) -> dict[str, Any]:
-        """``answer`` without a thread: the test's worker shares the default
-        executor, and many blocked waits would starve its activities."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._cond:
-                if my_id in self._answers:
-                    return self._answers.pop(my_id)
-                if self.eof:
-                    raise RuntimeError(f"server closed stdout (exit {self.proc.poll()}):\n{self.stderr()}")
-            await asyncio.sleep(0.02)
-        raise TimeoutError(f"no answer to request {my_id!r}")
-
-    async def unaddressed_error(self, timeout: float = 10) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._cond:
-                if self.unaddressed:
-                    return self.unaddressed.pop(0)["error"]
-            await asyncio.sleep(0.02)
-        raise TimeoutError("no answer to the unreadable message")
-
-    async def call(self, method: str, params: Any = None, timeout: float = 60) -> dict[str, Any]:
-        return await self.wait(self.start(method, params), timeout)
-
-    def stderr(self) -> str:
-        self._err.flush()
-        return self.stderr_log.read_text(errors="replace")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-
-def tool_text(result: dict[str, Any]) -> str:
-    return "\n".join(c["text"] for c in result.get("content", []) if c.get("type") == "text")
-
-
-async def still_serving(raw: Raw) -> None:
-    answer = await raw.call("tools/call", NORMAL_CALL)
-    assert "result" in answer, answer
-    assert not answer["result"].get("isError"), answer
-    assert "hello" in tool_text(answer["result"])
-    assert raw.proc.poll() is None
-
-
-# ---------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def hostile_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("hostile") / "ws"
-    root.mkdir()
-    (root / "hello.txt").write_text("hello\n")
-    return root
-
-
-@pytest.fixture(scope="module")
-def hostile_queue() -> str:
-    return f"tq-hostile-{uuid.uuid4().hex[:8]}"
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def hostile_worker(temporal_env: WorkflowEnvironment, hostile_ws: Path, hostile_queue: str) -> AsyncIterator[Client]:
-    client = temporal_env.client
-    async with build_worker(client, task_queue=hostile_queue, workspace=str(hostile_ws),
-                            default_policy=Policy(mode="ask-writes")):
-        yield client
-
-
-@pytest.fixture(scope="module")
-def raw(hostile_worker: Client, hostile_ws: Path, hostile_queue: str,
-        tmp_path_factory: pytest.TempPathFactory) -> Iterator[Raw]:
-    server = Raw(mcp_args(hostile_worker, hostile_ws, hostile_queue, "--policy", "auto"),
-                 tmp_path_factory.mktemp("hostile-log") / "stdio.log")
-    try:
-        yield server
-    finally:
-        server.kill()
+from tests.mcp.support import mcp_args
+from tests.mcp.hostile_support import (  # noqa: F401  (fixtures)
+    NORMAL_CALL, Raw, hostile_queue, hostile_worker, hostile_ws, raw, still_serving, tool_text,
+)
 
 
 # ------------------------------------------------------- malformed calls
@@ -506,111 +344,3 @@ async def test_task_ids_of_other_sessions_and_workflows_are_refused(raw: Raw, ho
     answer = await raw.call("tasks/list", {"cursor": "!!not-a-cursor!!"}, timeout=10)
     assert answer["error"]["code"] == -32602 and "cursor" in answer["error"]["message"]
     await still_serving(raw)
-
-
-# ------------------------------------------------------------------ HTTP
-TOKEN = "hostile-token-" + "z" * 32
-
-
-@pytest.fixture(scope="module")
-def http_server(hostile_worker: Client, hostile_ws: Path, hostile_queue: str,
-                tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    server = HttpServer(hostile_worker, hostile_ws, hostile_queue, tmp_path_factory.mktemp("http") / "http.log",
-                        "--policy", "auto", token=TOKEN).start()
-    try:
-        yield server
-    finally:
-        server.kill()
-
-
-def post(server: HttpServer, body: Any, *, token: str | None = TOKEN, **headers: str) -> httpx2.Response:
-    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if token:
-        sent["Authorization"] = f"Bearer {token}"
-    sent.update({k.replace("_", "-"): v for k, v in headers.items()})
-    content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return httpx2.post(server.url, content=content, headers=sent, timeout=30)
-
-
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hostile-http", "version": "0"}}}
-
-
-def http_still_serving(server: HttpServer) -> None:
-    response = post(server, INITIALIZE)
-    assert response.status_code == 200, response.text
-    assert "agent-tools" in response.text
-
-
-@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}", f"bearer  {TOKEN}x", TOKEN])
-def test_http_without_the_right_token(http_server: HttpServer, authorization: str | None) -> None:
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if authorization:
-        headers["Authorization"] = authorization
-    for method in ("POST", "GET", "DELETE"):
-        response = httpx2.request(method, http_server.url, headers=headers, content=json.dumps(INITIALIZE).encode())
-        assert response.status_code == 401, (method, response.status_code, response.text)
-        assert "AGENT_TOOLS_MCP_TOKEN" in response.text
-    http_still_serving(http_server)
-
-
-def test_http_oversized_body_refused_before_auth_and_after(http_server: HttpServer) -> None:
-    big = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"b","content":"' \
-        + b"a" * (6 * 1024 * 1024) + b'"}}}'
-    assert post(http_server, big, token=None).status_code == 401
-    assert post(http_server, big).status_code == 413
-    http_still_serving(http_server)
-
-
-@pytest.mark.parametrize("headers, status", [
-    ({"Host": "evil.example:8765"}, 421),
-    ({"Host": "evil.example"}, 421),
-    ({"Origin": "http://evil.example"}, 403),
-    ({"Origin": "http://127.0.0.1.evil.example:80"}, 403),
-    ({"Origin": "null"}, 403),
-])
-def test_http_foreign_host_or_origin_refused(http_server: HttpServer, headers: dict[str, str], status: int) -> None:
-    response = post(http_server, INITIALIZE, **headers)
-    assert response.status_code == status, (response.status_code, response.text)
-    http_still_serving(http_server)
-
-
-@pytest.mark.parametrize("body", [b"{not json", b"[]", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}',
-                                  b'"just a string"', b""])
-def test_http_malformed_body(http_server: HttpServer, body: bytes) -> None:
-    response = post(http_server, body)
-    assert 400 <= response.status_code < 500, (response.status_code, response.text)
-    assert "error" in response.text.lower()
-    http_still_serving(http_server)
-
-
-def test_http_get_and_delete_without_or_with_a_foreign_session(http_server: HttpServer) -> None:
-    auth = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/event-stream"}
-    for method in ("GET", "DELETE"):
-        response = httpx2.request(method, http_server.url, headers=auth, timeout=10)
-        assert 400 <= response.status_code < 500, (method, response.status_code, response.text)
-        response = httpx2.request(method, http_server.url, headers={**auth, "Mcp-Session-Id": "f" * 32}, timeout=10)
-        assert response.status_code == 404, (method, response.status_code, response.text)
-    http_still_serving(http_server)
-
-
-def test_http_wrong_content_type(http_server: HttpServer) -> None:
-    response = post(http_server, INITIALIZE, Content_Type="text/plain")
-    assert response.status_code in (400, 415), response.text
-    http_still_serving(http_server)
-
-
-@pytest.mark.parametrize("host", ["127.0.0.2", "localhost"])
-def test_http_any_loopback_address_without_a_token_checks_host_and_origin(
-    hostile_worker: Client, hostile_ws: Path, hostile_queue: str, tmp_path: Path, host: str
-) -> None:
-    """Without a token a loopback server's only guard against a web page
-    (DNS rebinding, a cross-site POST) is the Host and Origin check."""
-    server = HttpServer(hostile_worker, hostile_ws, hostile_queue, tmp_path / "lo.log", host=host).start()
-    try:
-        assert post(server, INITIALIZE, token=None, Host="rebound.evil.example").status_code == 421
-        assert post(server, INITIALIZE, token=None, Origin="http://evil.example").status_code == 403
-        response = post(server, INITIALIZE, token=None)
-        assert response.status_code == 200, response.text
-    finally:
-        server.kill()
