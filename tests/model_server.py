@@ -72,6 +72,9 @@ class Reply:
     # End the stream cleanly but before the answer says it is done (no
     # finish_reason chunk; no message_delta / message_stop), as a proxy may.
     end_early: bool = False
+    # The Content-Type of a streamed answer (None: text/event-stream; some
+    # servers label their events application/json).
+    stream_content_type: str | None = None
     # Anthropic: a thinking block (signed "sig_{request index}") before the answer.
     thinking: str | None = None
     # OpenAI: reasoning streamed in delta.reasoning_content before the answer (DeepSeek).
@@ -293,9 +296,10 @@ class ScriptedModelServer:
     async def _stream(
         self, writer: asyncio.StreamWriter, provider: str, reply: Reply, index: int, body: dict[str, Any]
     ) -> bool:
+        content_type = reply.stream_content_type or "text/event-stream; charset=utf-8"
         writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
-            b"cache-control: no-cache\r\ntransfer-encoding: chunked\r\n"
+            f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\n".encode()
+            + b"cache-control: no-cache\r\ntransfer-encoding: chunked\r\n"
             + f"x-request-id: req_{index}\r\n".encode()
             + b"\r\n"
         )

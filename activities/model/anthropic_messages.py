@@ -54,7 +54,7 @@ async def stream_items(
     stream = await client.messages.create(**request_arguments(config, entries))
     async with stream:
         if not unstreamed.is_event_stream(stream.response.headers.get("content-type")):
-            for item in unstreamed.anthropic_events(unstreamed.decode(await stream.response.aread())):
+            for item in unstreamed.anthropic_items(await stream.response.aread()):
                 yield item
             return
         async for event in stream:

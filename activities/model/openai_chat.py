@@ -62,7 +62,7 @@ async def stream_items(
     stream = await client.chat.completions.create(**request_arguments(config, entries, openai_api))
     async with stream:
         if not unstreamed.is_event_stream(stream.response.headers.get("content-type")):
-            for item in unstreamed.openai_chunks(unstreamed.decode(await stream.response.aread())):
+            for item in unstreamed.openai_items(await stream.response.aread()):
                 yield item
             return
         async for chunk in stream:

@@ -4,7 +4,8 @@ Some OpenAI-compatible servers and proxies answer ``stream: true`` with one
 JSON body (a ``chat.completion`` or a Messages ``message``). The SDKs then
 find no server-sent events and yield nothing, which would read as an empty
 answer. The activity sees the content type instead and feeds these items to
-the same assembler: the calls run, only without starting early.
+the same assembler: the calls run, only without starting early. A body
+labelled JSON that is in fact server-sent events is read as the stream it is.
 """
 
 from __future__ import annotations
@@ -70,12 +71,46 @@ def anthropic_events(body: Any) -> list[dict[str, Any]]:
     return events
 
 
-def decode(data: bytes) -> Any:
-    """The body as JSON, or its start as text when it is not JSON."""
+def openai_items(data: bytes) -> list[dict[str, Any]]:
+    """The stream items a body labelled JSON stands for (OpenAI shapes)."""
+    body = _decode(data)
+    return body if isinstance(body, list) else openai_chunks(body)
+
+
+def anthropic_items(data: bytes) -> list[dict[str, Any]]:
+    """The stream items a body labelled JSON stands for (Anthropic shapes)."""
+    body = _decode(data)
+    return body if isinstance(body, list) else anthropic_events(body)
+
+
+def _decode(data: bytes) -> Any:
+    """The body as JSON; else, when it is server-sent events under the wrong
+    label (the SDKs read those whatever the label says), their data as a
+    list of items; else its start as text, for the message."""
     try:
         return json.loads(data)
     except ValueError:
-        return data[:500].decode("utf-8", "replace")
+        pass
+    items = sse_items(data)
+    return items if items else data[:500].decode("utf-8", "replace")
+
+
+def sse_items(data: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of a server-sent-events body's ``data:`` lines."""
+    items: list[dict[str, Any]] = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            continue
+        try:
+            item = json.loads(payload)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            items.append(item)
+    return items
 
 
 def _describe(body: Any, expected: str) -> str:

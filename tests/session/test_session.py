@@ -135,6 +135,9 @@ async def test_a_server_that_answers_a_stream_request_with_one_json_body(
     model_server.add(
         Reply(text="Reading.", tool_calls=[tool("read_file", path="a.py"), tool("glob", pattern="*.py")], unstreamed=True),
         Reply(text="A is 1.", unstreamed=True),
+        # Events under the wrong label: still the stream they are.
+        Reply(text="Still 1.", tool_calls=[tool("glob", pattern="*.py")], stream_content_type="application/json"),
+        Reply(text="Checked."),
         Reply(unstreamed='{"detail": "upstream unavailable"}'),
     )
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
@@ -144,11 +147,14 @@ async def test_a_server_that_answers_a_stream_request_with_one_json_body(
         assert view.turns == 1
         second = json.dumps(model_server.requests[1].body)
         assert "A = 1" in second  # the read ran and its result went back
+        labelled = await sessions.send(client, sid, "sure?", wait=True)
+        assert labelled is not None and labelled.last_answer == "Checked." and labelled.turns == 2, labelled
+        assert "a.py" in json.dumps(model_server.requests[3].body)  # the glob ran
         await sessions.send(client, sid, "and B?", wait=False)
         result = await sessions.result(client, sid)
     assert result.state == SessionState.MODEL_ERROR and result.error_type == errors.BAD_REQUEST
     assert "upstream unavailable" in result.message and "without a stream" in result.message
-    assert len(model_server.requests) == 3  # not retried
+    assert len(model_server.requests) == 5  # not retried
 
 
 async def test_anthropic_thinking_goes_back_with_the_tool_calls(
