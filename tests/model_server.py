@@ -69,9 +69,10 @@ class Reply:
     # Answer with one JSON body even when the request asks for a stream (as
     # some compatible servers and proxies do); a str is sent as the body verbatim.
     unstreamed: bool | str = False
-    # End the stream cleanly but before the answer says it is done (no
-    # finish_reason chunk; no message_delta / message_stop), as a proxy may.
-    end_early: bool = False
+    # End the stream cleanly but without the answer saying it is done (no
+    # finish_reason chunk; no message_delta / message_stop); a number: also
+    # after that many pieces, as a proxy that cuts a stream may.
+    end_early: bool | int = False
     # The Content-Type of a streamed answer (None: text/event-stream; some
     # servers label their events application/json).
     stream_content_type: str | None = None
@@ -306,9 +307,13 @@ class ScriptedModelServer:
         await writer.drain()
         await asyncio.sleep(reply.first_token_delay_s)
         events = _openai_events(reply, index, body) if provider == "openai" else _anthropic_events(reply, index, body)
-        if reply.end_early:
+        if reply.end_early is not False:
             events = [e for e in events if not any(mark in e[0] for mark in
                                                    ('"finish_reason": "', "message_delta", "message_stop"))]
+            if reply.end_early is not True:
+                piece_at = [i for i, (_, is_piece) in enumerate(events) if is_piece]
+                if len(piece_at) > reply.end_early:
+                    events = events[:piece_at[reply.end_early]]
         delay = 1.0 / reply.tokens_per_second if reply.tokens_per_second else 0.0
         pieces = 0
         for text, is_piece in events:

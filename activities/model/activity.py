@@ -98,14 +98,14 @@ async def stream_model(
     assembler = StreamAssembler(config.provider, id_prefix, transcript_call_ids(entries))
     async for item in module.stream_items(_client(config.provider, api_key, base_url), config, entries):
         on_closed(assembler.feed(item))
-    if not assembler.ended:
-        raise StreamCut("the model's stream ended before the answer did (no finish_reason / message_stop): "
-                        "the server or a proxy cut it")
+    cut = assembler.cut_short()
+    if cut is not None:
+        raise StreamCut(f"{cut}, with no finish_reason / message_stop: the server or a proxy cut it")
     return assembler.finish()
 
 
 class StreamCut(Exception):
-    """The stream closed cleanly but the answer never said it was done."""
+    """The stream closed cleanly, visibly before the answer was done."""
 
 
 def credentials(config: ModelConfig) -> tuple[str, str | None]:

@@ -187,12 +187,14 @@ class StreamAssembler:
         # The stream said it was done (a finish_reason; message_stop): a
         # stream that ends without it was cut, whatever the connection says.
         self._ended = False
+        self._fed = False
         self._response_id = ""
 
     # ------------------------------------------------------------- feeding
     def feed(self, item: dict[str, Any]) -> list[AssembledCall]:
         """One chunk (OpenAI) or event (Anthropic); returns the calls whose
         arguments closed with it, each exactly once."""
+        self._fed = True
         if self.provider == "openai":
             self._feed_openai(item)
         else:
@@ -361,9 +363,22 @@ class StreamAssembler:
         self._ids_given.add(call.id)
 
     # ------------------------------------------------------------ finishing
-    @property
-    def ended(self) -> bool:
-        return self._ended
+    def cut_short(self) -> str | None:
+        """Why the stream, now over, was visibly cut (None: it was not).
+
+        A stream that said it was done (a finish_reason, message_stop) is
+        whole. One that did not is cut when it brought nothing at all or
+        left a tool call's arguments open: running such a call would run
+        half of it. Otherwise it is taken at its word: some servers never
+        say they are done, and text alone cannot tell."""
+        if self._ended:
+            return None
+        if not self._fed:
+            return "the stream ended without a single event"
+        for call in self._calls.values():
+            if call.raw_arguments.strip() and not (call.complete or call._scanner.closed):
+                return f"the stream ended inside the arguments of tool call {call.position + 1} ({call.name or '?'})"
+        return None
 
     def finish(self) -> AssembledResponse:
         calls = sorted(self._calls.values(), key=lambda c: c.position)

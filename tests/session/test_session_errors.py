@@ -4,6 +4,7 @@ server's own continue-as-new suggestion followed by a session."""
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -59,22 +60,29 @@ def test_retry_after_in_seconds_milliseconds_and_http_dates() -> None:
 async def test_a_stream_that_stops_before_the_answer_is_done_is_retried_not_taken(
     provider: str, model_server: ScriptedModelServer
 ) -> None:
-    """Through the real SDK: a stream closed cleanly with no finish_reason /
-    message_stop (a proxy cut it) must not read as a complete, shorter answer."""
+    """Through the real SDK: a stream closed cleanly inside a tool call's
+    arguments, with no finish_reason / message_stop (a proxy cut it), must
+    not run half a call; a stream that only never says it is done, with
+    nothing visibly cut, is taken at its word (some servers never do)."""
     from activities.model.activity import StreamCut, classify, stream_model
     from core.session.contracts import ModelConfig, TranscriptEntry
 
     config = ModelConfig(provider=provider, model="scripted")
     entries = [TranscriptEntry(kind="user", text="hi")]
     url = model_server.openai_base_url if provider == "openai" else model_server.anthropic_base_url
-    model_server.add(Reply(text="the whole answer, cut", tool_calls=[tool("glob", pattern="*")], end_early=True),
-                     Reply(text="the whole answer"))
+    write = tool("write_file", path="a.py", content="x = 1\n" * 40)
+    model_server.add(Reply(text="Writing.", tool_calls=[write], end_early=12),  # cut inside the content
+                     Reply(text="Writing.", tool_calls=[write]),
+                     Reply(text="done, never said so", tool_calls=[tool("glob", pattern="*")], end_early=True))
     with pytest.raises(StreamCut) as cut:
         await stream_model(config, entries, "k", url, lambda calls: None)
     classified = classify(provider, cut.value)
     assert classified is not None and classified.type == errors.SERVER_ERROR and not classified.non_retryable
-    assert "cut" in classified.message
-    assert (await stream_model(config, entries, "k", url, lambda calls: None)).text == "the whole answer"
+    assert "cut" in classified.message and "write_file" in classified.message
+    whole = await stream_model(config, entries, "k", url, lambda calls: None)
+    assert json.loads(whole.calls[0].final_arguments)["content"] == "x = 1\n" * 40
+    unsaid = await stream_model(config, entries, "k", url, lambda calls: None)
+    assert unsaid.text == "done, never said so" and json.loads(unsaid.calls[0].final_arguments) == {"pattern": "*"}
 
 
 @pytest.mark.parametrize(
