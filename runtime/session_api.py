@@ -288,7 +288,8 @@ async def reject(
 
 async def transcript(client: Client, session_id: str) -> list[TranscriptEntry]:
     """The whole conversation, read from the transcript store. The store is
-    in the workspace's artifacts folder, so this runs where the workspace is."""
+    in the state folder of the worker that serves the workspace (outside the
+    workspace), so this runs on that machine."""
     from activities.model.transcript_store import TranscriptStore  # I/O lives activity-side
 
     status = await client.get_workflow_handle(session_id).query(STATUS_QUERY, result_type=SessionStatus)

@@ -25,7 +25,7 @@ from activities.files.common import (
     read_bytes,
     refuse_non_regular,
 )
-from activities.workspace.root import Location, WorkspaceRoot, clipped
+from activities.workspace.root import Location, WorkspaceRoot, clip
 from activities.txn.file_images import recorded_write
 from activities.files.snapshots import conflict_message, make_snapshot, not_read_message, sha256_bytes, snapshot_is_for
 from core.contracts import Snapshot, ToolRequest, ToolResult
@@ -291,7 +291,7 @@ def edit_file(request: ToolRequest, args: EditFileArgs) -> ToolResult:
         try:
             loc, st = lookup(ws, args.path)
         except FileNotFoundError:
-            raise Refusal(f"file not found: {clipped(args.path)}. edit_file changes existing files; create new ones "
+            raise Refusal(f"file not found: {clip(args.path)}. edit_file changes existing files; create new ones "
                           "with write_file", kind="missing") from None
         with loc:
             refuse_artifacts(loc.rel)  # reached through a symlink
@@ -311,7 +311,7 @@ def _edit_located(
                 "Find it with glob, or create it with write_file",
                 conflict="true",
             )
-        raise Refusal(f"file not found: {clipped(rel)}. edit_file changes existing files; create new ones with write_file",
+        raise Refusal(f"file not found: {clip(rel)}. edit_file changes existing files; create new ones with write_file",
                       kind="missing")
     refuse_non_regular(st, rel, EDIT_FILE)
     if not snapshot_is_for(ws, held, rel):

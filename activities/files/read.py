@@ -33,7 +33,7 @@ from activities.files.common import (
     numbered,
     refuse_non_regular,
 )
-from activities.workspace.root import Location, WorkspaceRoot, clipped
+from activities.workspace.root import Location, WorkspaceRoot, clip
 from activities.files.snapshots import SAMPLE_BYTES, SAMPLED_ABOVE, is_sampled, make_snapshot, same_stat, sampled_fingerprint
 from core.contracts import ToolRequest, ToolResult
 from core.tools.specs import READ_FILE, ReadFileArgs
@@ -267,8 +267,8 @@ def read_file(request: ToolRequest, args: ReadFileArgs) -> ToolResult:
             if loc is not None:
                 loc.close()
             raise Refusal(
-                f"file not found: {clipped(rel)}. Check the path; the glob tool can find it "
-                f"(e.g. pattern '**/{clipped(name, 80)}')",
+                f"file not found: {clip(rel)}. Check the path; the glob tool can find it "
+                f"(e.g. pattern '**/{clip(name, 80)}')",
                 kind="missing",
             )
         with loc:

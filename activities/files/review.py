@@ -9,7 +9,7 @@ import os
 import stat
 from typing import Any
 
-from activities.workspace.root import WorkspaceError, WorkspaceRoot, clipped
+from activities.workspace.root import WorkspaceError, WorkspaceRoot, clip
 from activities.files.snapshots import not_read_message
 from core.contracts import PlannedCall, ToolCall, ToolResult, TurnPlan
 from core.tools.display import TEXT_MAX_BYTES, edited, file_diff
@@ -79,7 +79,7 @@ def certain_failure(workspace_root: str, name: str, args: dict[str, Any], may_ho
         return None  # the tool will say what it finds then
     if name == EDIT_FILE:
         if old is None:
-            return f"file not found: {clipped(rel)}. edit_file changes existing files; create new ones with write_file"
+            return f"file not found: {clip(rel)}. edit_file changes existing files; create new ones with write_file"
         if not may_hold_snapshot:
             return not_read_message(rel, None, "call edit_file")
         text = old.decode("utf-8", "surrogateescape")

@@ -294,9 +294,9 @@ def session_activities(
         if dispatcher is not None:  # the transcript records the merged batch
             over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
             bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls, abandon=over))
-        extras = {c.id: c.extra for c in response.calls if c.extra}
+        # (what only one protocol carries is empty for the other)
         assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls,
-                                    call_extras=extras if config.provider == "openai" else {},
+                                    call_extras={c.id: c.extra for c in response.calls if c.extra},
                                     thinking=response.thinking, reasoning=response.reasoning)
         try:
             bounded.transcript_head = await asyncio.to_thread(store.append, head, [assistant])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from activities.workspace.paths import ARTIFACTS_DIR
+from activities.workspace.root import clip
 from core.contracts import ToolRequest, ToolResult
 
 GREP_MAX_MATCHES = 50
@@ -35,18 +36,8 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def clip(text: str, limit: int = MAX_WARNING_CHARS) -> str:
-    """Cut the middle out of a long message: its head names the path and its
-    tail holds the reason (say, a 4,000-character path then "File name too
-    long")."""
-    if len(text) <= limit:
-        return text
-    half = (limit - 5) // 2
-    return text[:half] + " ... " + text[-half:]
-
-
 def warning_block(title: str, warnings: list[str]) -> str:
-    shown = [f"  {clip(w)}" for w in warnings[:MAX_WARNINGS]]
+    shown = [f"  {clip(w, MAX_WARNING_CHARS)}" for w in warnings[:MAX_WARNINGS]]
     if len(warnings) > MAX_WARNINGS:
         shown.append(f"  ... and {len(warnings) - MAX_WARNINGS} more")
     return f"[{title}:\n" + "\n".join(shown) + "\n]"

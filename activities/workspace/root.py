@@ -69,12 +69,15 @@ def shown(path: str, limit: int = 200) -> str:
     return repr(text)
 
 
-def clipped(path: str, limit: int = 200) -> str:
-    """A path for prose, as it is unless absurdly long: then its start and
-    end (a model that sent 6,000 characters does not need them back twice)."""
-    if len(path) <= limit:
-        return path
-    return f"{path[:limit // 2]}…{path[-(limit // 2):]}"
+def clip(text: str, limit: int = 200) -> str:
+    """Cut the middle out of a long path or message: its head names the path
+    and its tail holds the reason (say, a 4,000-character path then "File
+    name too long"); a model that sent 6,000 characters does not need them
+    back twice."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 5) // 2
+    return text[:half] + " ... " + text[-half:]
 
 
 def control_character(text: str) -> str | None:

@@ -13,12 +13,11 @@ handled conservatively (see ``complete_truncated``).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
 from core.contracts import MAX_ID_CHARS
-from core.tools.arguments import repair_json
+from core.tools.arguments import has_lone_surrogate, repair_json
 
 Provider = Literal["openai", "anthropic"]
 
@@ -33,7 +32,6 @@ _STOP_NAMES = {
 }
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate cannot be encoded anywhere
 # What OpenAI's own tool_calls deltas hold; anything else a server adds is kept.
 _OPENAI_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
 # Where OpenAI-compatible servers stream a reasoning model's thinking
@@ -356,7 +354,7 @@ class StreamAssembler:
         return out
 
     def _settle_id(self, call: AssembledCall) -> None:
-        if not call.id or len(call.id) > MAX_ID_CHARS or call.id in self._ids_given or _SURROGATE.search(call.id):
+        if not call.id or len(call.id) > MAX_ID_CHARS or call.id in self._ids_given or has_lone_surrogate(call.id):
             call.id = f"{self._id_prefix}_{call.position}"
             while call.id in self._ids_given:
                 call.id += "_"

@@ -142,6 +142,10 @@ def _lone_surrogate(text: str) -> int:
     return -1
 
 
+def has_lone_surrogate(text: str) -> bool:
+    return _lone_surrogate(text) >= 0
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
