@@ -16,13 +16,18 @@ class Opts:
     long: frozenset[str]  # flags or optional `=value`
     long_arg: frozenset[str]  # take a value (`=value` or the next word)
     numeric: bool  # `-5` style counts
+    # Value-taking options (letters and long names) whose value is data - a
+    # delimiter, pattern, count or format - that the program never opens as a
+    # file. Every other option value counts as a path (core.shell.paths).
+    data: frozenset[str] = frozenset()
 
 
 def opts(short: str = "", short_arg: str = "", long: str = "", long_arg: str = "", short_opt: str = "",
-       numeric: bool = False) -> Opts:
+       numeric: bool = False, data: str = "") -> Opts:
     return Opts(
         frozenset(short), frozenset(short_arg), frozenset(short_opt),
         frozenset(long.split()) | {"help", "version"}, frozenset(long_arg.split()), numeric,
+        frozenset(data.split()),
     )
 
 

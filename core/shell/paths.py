@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Literal
 
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts, workspace_key
-from core.shell.options import attached_paths, long_hit, short_hit
+from core.shell.options import Opts, attached_paths, long_hit, prefix_matches, short_hit
 
 Where = Literal["inside", "outside", "endless"]
 
@@ -29,7 +29,7 @@ ENDLESS = frozenset(
     "/dev/zero /dev/urandom /dev/random /dev/full /dev/tty /dev/console /dev/kmsg /dev/mem /dev/kmem "
     "/dev/port /proc/kmsg /proc/kcore".split()
 )
-_NO_PATHS = frozenset("echo printf true false which whoami id uname pwd nproc arch groups basename dirname sleep".split())
+_NO_PATHS = frozenset("echo printf true false which whoami id uname pwd nproc arch groups basename dirname sleep tr".split())
 # Programs whose first positional is a pattern or a program unless an option gives it.
 _PATTERN_FIRST = {
     "grep": (("regexp", "file"), "ef", "ABCDdm"),
@@ -69,8 +69,10 @@ def _glob_base(word: str) -> str:
     return head.rsplit("/", 1)[0] if "/" in head else "."
 
 
-def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = ()) -> list[str]:
-    """The words of ``args`` taken for paths (as written; glob words by their folder)."""
+def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = (), spec: Opts | None = None) -> list[str]:
+    """The words of ``args`` taken for paths (as written; glob words by their
+    folder). ``spec``, the program's option model, tells which options take
+    the next word as their value and which values are data, never files."""
     if fam in _NO_PATHS:
         return []
     skip_first = False
@@ -81,10 +83,16 @@ def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = ()) -> list[
     after_dashdash = False
     prev = ""
     find = fam == "find"
+    data_next = False
     for k, a in enumerate(args):
-        if not after_dashdash and a[:1] == "-" and len(a) > 1:
+        if data_next:
+            data_next = False
+        elif not after_dashdash and a[:1] == "-" and len(a) > 1:
             if a == "--":
                 after_dashdash = True
+            elif spec is not None:
+                paths, data_next = _option_values(a, spec)
+                out.extend(paths)
             elif "/" in a or "." in a:
                 out.extend(attached_paths(a))
         elif find and prev in _FIND_NOT_PATHS:
@@ -95,6 +103,34 @@ def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = ()) -> list[
             out.append(_glob_base(a) if globs and k < len(globs) and globs[k] else a)
         prev = a
     return out
+
+
+def _option_values(arg: str, spec: Opts) -> tuple[list[str], bool]:
+    """The paths inside one option word, and whether the next word is the
+    option's data value (``cut -d /``: ``/`` is a delimiter, not a folder).
+    Only a value the model says is data is left out; an option the model does
+    not know keeps every path-like suffix (``attached_paths``)."""
+    if arg.startswith("--"):
+        name, eq, value = arg[2:].partition("=")
+        names = prefix_matches(name, _long_names(spec))  # getopt_long takes any unambiguous prefix
+        if names and all(n in spec.data and n in spec.long_arg for n in names):
+            return [], not eq
+        return ([value] if eq and value else []), False
+    for j in range(1, len(arg)):
+        letter = arg[j]
+        if letter in spec.short:
+            continue
+        if letter in spec.short_arg or letter in spec.short_opt:
+            rest = arg[j + 1:]
+            if letter in spec.data:
+                return [], not rest and letter in spec.short_arg
+            return ([rest] if rest else []), False  # a separate value is read as a positional word: a path
+        break
+    return list(attached_paths(arg)), False
+
+
+def _long_names(spec: Opts) -> tuple[str, ...]:
+    return tuple(sorted(spec.long | spec.long_arg))
 
 
 def written_paths(fam: str, args: list[str], paths: list[str]) -> list[str]:

@@ -9,12 +9,19 @@ import re
 from typing import Callable
 
 from core.shell.facts import TOOLCHAIN_PROGRAMS, WorkspaceFacts, workspace_key
+from core.shell.options import Opts
 from core.shell.paths import in_git_folder, path_words, scratch, where, where_key, written_paths
 from core.shell.verdict import H_WRAPPER, J, ask, rej
 
 Handler = Callable[[str, list[str]], J]
 # program family -> rule; filled by core/shell/__init__.py from the rule modules
 HANDLERS: dict[str, Handler] = {}
+# program family -> its option model, where a rule module has one: which
+# option values are data rather than paths (filled the same way)
+OPTION_SPECS: dict[str, Opts] = {}
+# program family -> which of its arguments are paths, for a program whose
+# arguments the generic reading (core.shell.paths.path_words) gets wrong
+PATH_FINDERS: dict[str, Callable[[list[str]], list[str]]] = {}
 
 _STD_BIN_DIRS = frozenset(
     ["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin", "/opt/homebrew/bin"]
@@ -94,7 +101,13 @@ def judge(
         j = handler(base, args)
     if j.verdict == "reject":
         return base, j, []
-    paths = path_words(fam, args, globs[1:]) if args else []
+    finder = PATH_FINDERS.get(fam)
+    if not args:
+        paths = []
+    elif finder is not None:
+        paths = finder(args)
+    else:
+        paths = path_words(fam, args, globs[1:], OPTION_SPECS.get(fam))
     written = written_paths(fam, args, paths) if j.writes and paths else []
     outside = None
     leads_to = ""  # where a glob's match outside the workspace leads
@@ -242,7 +255,17 @@ CASES: list[tuple[str, str, str | None]] = [
     ("cat /srv2/data.txt", "ask", "outside the workspace"),
     ("grep -f/etc/passwd x", "ask", "outside the workspace"),
     ("grep --file=/etc/passwd x", "ask", "outside the workspace"),
-    ("grep -rn -e /api src", "ask", "outside the workspace"),
+    ("grep -rn -e /api src", "allow", None),  # -e's value is the pattern
+    ("grep -rn -f /api src", "ask", "outside the workspace"),  # -f's value is a file of patterns
+    ("cut -d / -f 1 data.txt", "allow", None),  # the delimiter `/` is not the root folder
+    ("cut -d / -f 1 /etc/passwd", "ask", "outside the workspace"),
+    ("sort -t / -k 2 data.txt", "allow", None),
+    ("sort -T /var/tmp data.txt", "ask", "outside the workspace"),  # a folder sort writes to
+    ("od -w /etc/passwd", "ask", "outside the workspace"),  # -w takes no separate value
+    ("date -d 2024/01/01 +%s", "allow", None),
+    ("date -r /etc/passwd", "ask", "outside the workspace"),
+    ("tr / _", "allow", None),
+    ("column -t -s / data.txt", "allow", None),
     ("cat src/../../x", "ask", "outside the workspace"),
     ("cat src/../README.md", "allow", None),
     ("grep -rn '/api/v1' src", "allow", None),

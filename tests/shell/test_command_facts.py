@@ -32,6 +32,12 @@ def ws(tmp_path: Path) -> Path:
         ("go.mod", "go version"),
         (".npmrc", "npm --version"),
         (".yarnrc.yml", "yarn --version"),
+        # queries that only read what is installed, or only check syntax
+        (".python-version", "pip list"),
+        (".python-version", "pip3 show -f requests"),
+        (".python-version", "pip freeze --exclude-editable"),
+        (".tool-versions", "node --check src/app.js"),
+        (".nvmrc", "node -c src/app.js"),
     ],
 )
 def test_a_repository_configured_toolchain_makes_version_queries_ask(ws: Path, file: str, command: str) -> None:

@@ -38,3 +38,16 @@ def test_rule_case(module: str, command: str, verdict: str, needle: str | None) 
         assert needle.lower() in v.reason.lower(), (command, v.reason)
     if expected == "reject":
         assert v.hint, v
+
+
+def test_data_options_are_value_taking_options_of_their_program() -> None:
+    """An option marked as taking data (its value never a path) must be one
+    the model says takes a value: a flag marked by mistake would hide the next
+    word, a real path, from the path check."""
+    from core.shell.programs import OPTION_SPECS
+
+    assert {"cut", "sort", "grep", "rg", "awk"} <= set(OPTION_SPECS)
+    for program, spec in OPTION_SPECS.items():
+        takes_value = spec.short_arg | spec.short_opt | spec.long_arg
+        assert spec.data <= takes_value, (program, sorted(spec.data - takes_value))
+        assert not (spec.data & spec.short), (program, "a data letter is also listed as a flag")

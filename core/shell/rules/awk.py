@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.shell.rules.awk_grammar import judge_program
-from core.shell.options import prefix_matches
+from core.shell.options import Opts, opts, prefix_matches
 from core.shell.programs import Handler
 from core.shell.verdict import H_SCRIPT, J, allow, ask, rej
 
@@ -94,11 +94,22 @@ def _h_awk(name: str, args: list[str]) -> J:
     return allow(f"`{name}` program only reads and prints")
 
 
-HANDLERS: dict[str, Handler] = dict.fromkeys(("awk", "gawk", "mawk", "nawk", "original-awk"), _h_awk)
+_AWK_NAMES = ("awk", "gawk", "mawk", "nawk", "original-awk")
+HANDLERS: dict[str, Handler] = dict.fromkeys(_AWK_NAMES, _h_awk)
+# For the paths of a command: -F's separator, -v's assignment and -e's program
+# text are data; -f / -i / -E name program files, read like any path.
+OPTION_SPECS: dict[str, Opts] = dict.fromkeys(_AWK_NAMES, opts(
+    "S", "FvfeiEl", " ".join(sorted(_AWK_HARMLESS)), "source load file include exec field-separator assign",
+    data="F v e source field-separator assign",
+))
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
     ("awk '{print $1}' data.txt", "allow", "only reads"),
+    ("awk -F / '{print $1}' data.txt", "allow", None),  # the separator `/` is not a folder
+    ("awk -F/ '{print $1}' data.txt", "allow", None),
+    ("awk -F / '{print $1}' /etc/passwd", "ask", "outside the workspace"),
+    ("awk -v root=/etc '{print root}' data.txt", "allow", None),
     ("awk -F: '$3 > 100 {print $1}' data.txt", "allow", None),
     ("awk '{s += $1} END {print s / NR}' data.txt", "allow", None),
     ("awk '{ printf \"%s\\n\", $2 }' data.txt", "allow", None),

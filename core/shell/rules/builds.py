@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.shell.options import is_version_query, long_hit, short_hit
+from core.shell.options import Opts, is_version_query, long_hit, opts, scan, short_hit
 from core.shell.programs import Handler, judge_inner
 from core.shell.verdict import ask_writes, H_SCRIPT, H_SEPARATE, J, allow, ask, rej
 
@@ -191,8 +191,35 @@ def _h_zip(name: str, args: list[str]) -> J:
             return rej("`zip -TT / --unzip-command` runs another program", "drop the option")
     return _h_ask(name, args)
 
+# pip's queries of what is installed: no index, no network, no package code
+# runs. Options that reach an index (--outdated, --index-url ...), pick
+# another interpreter (--python) or write (--log) are not listed, so they ask.
+_PIP_COMMON = "verbose quiet no-color disable-pip-version-check isolated no-input"
+_PIP_QUERIES: dict[str, Opts] = {
+    "list": opts("levq", "", f"local user pre not-required exclude-editable include-editable editable {_PIP_COMMON}",
+                 "format exclude path", data="format exclude"),
+    "freeze": opts("lvqr", "r", f"local user all exclude-editable {_PIP_COMMON}", "exclude path requirement",
+                   data="exclude"),
+    "show": opts("fvq", "", f"files {_PIP_COMMON}"),
+    "check": opts("vq", "", _PIP_COMMON),
+}
+
+
+def _h_pip(name: str, args: list[str]) -> J:
+    sub = args[0] if args else ""
+    if len(args) == 2 and args[1] in ("--help", "-h") and sub.isalpha():
+        return allow(f"`{name} {sub} --help` only prints help")
+    if sub == "help" and len(args) <= 2:
+        return allow(f"`{name} help` only prints help")
+    spec = _PIP_QUERIES.get(sub)
+    if spec is not None and scan(args[1:], spec)[0] is None:
+        return allow(f"`{name} {sub}` only reads what is installed")
+    return _h_ask(name, args)
+
+
 HANDLERS: dict[str, Handler] = dict.fromkeys(_ASK_REASONS, _h_ask)
 HANDLERS.update({
+    "pip": _h_pip, "pip3": _h_pip,
     "make": _h_make, "gmake": _h_make, "cargo": _h_cargo, "npm": _h_npm, "npx": _h_npm, "pnpm": _h_npm,
     "yarn": _h_npm, "go": _h_go, "tar": _h_tar, "zip": _h_zip,
 })
@@ -222,4 +249,15 @@ CASES: list[tuple[str, str, str | None]] = [
     ("uv run rm -rf x", "ask+destructive", "deletes files"),
     ("uv run rm -rf /", "reject", "outside the workspace"),
     ("pip install requests", "ask", None),
+    ("pip list", "ask", "only reads what is installed"),  # allowed where no toolchain file (facts)
+    ("pip list --format=freeze --exclude-editable", "ask", "only reads"),
+    ("pip3 show -f requests", "ask", "only reads"),
+    ("pip freeze -l", "ask", "only reads"),
+    ("pip install --help", "ask", "only prints help"),
+    ("pip list --outdated", "ask", "installs or changes"),  # asks the package index
+    ("pip list --index-url http://x/simple", "ask", None),
+    ("pip --python /tmp/py list", "ask", None),  # another interpreter
+    ("pip list --path /etc", "ask", "outside the workspace"),
+    ("pip freeze -r ../reqs.txt", "ask", "outside the workspace"),
+    ("pip install -r requirements.txt --help", "ask", None),
 ]

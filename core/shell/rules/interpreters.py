@@ -149,6 +149,8 @@ _NODE_CODE_LONG = ("eval", "print")
 def _h_node(name: str, args: list[str]) -> J:
     if args in (["--version"], ["-v"], ["--help"], ["-h"]):
         return allow(f"`{name} {args[0]}` only prints information")
+    if len(args) == 2 and args[0] in ("-c", "--check") and not args[1].startswith("-"):
+        return allow(f"`{name} {args[0]} {args[1]}` only checks the script's syntax")
     for k, a in enumerate(args):
         if a == "--" or not a.startswith("-"):
             break
@@ -245,6 +247,11 @@ def _h_osascript(name: str, args: list[str]) -> J:
 _SCRIPT_FLAGS = re.compile(r"[-+][nxevu]+")
 
 
+# Shells whose -n reads the script without running any of it (no startup file
+# runs for a non-interactive shell here).
+_NOEXEC_SHELLS = frozenset(["bash", "sh", "dash"])
+
+
 def _h_shell(name: str, args: list[str]) -> J:
     if not args:
         return rej(f"`{name}` without a script starts an interactive shell", "run the command directly, without a shell")
@@ -256,6 +263,8 @@ def _h_shell(name: str, args: list[str]) -> J:
         k += 1
     if k and not args[k].startswith(("-", "+")):
         if all(set(a[1:]) == {"n"} for a in args[:k]):
+            if name.lower() in _NOEXEC_SHELLS:
+                return allow(f"`{name} -n {args[k]}` only checks the script's syntax")
             return ask(f"`{name} -n {args[k]}` only checks the script's syntax")
         return ask(f"`{name} {' '.join(args[:k])} {args[k]}` runs a shell script")
     if first.startswith(("-", "+")):
@@ -322,7 +331,13 @@ CASES: list[tuple[str, str, str | None]] = [
     ("node server.js", "ask", None),
     ("bash -lc id", "reject", "inline code"),
     ("bash scripts/build.sh", "ask", "shell script"),
-    ("bash -n build.sh", "ask", "syntax"),
+    ("bash -n build.sh", "allow", "syntax"),
+    ("bash -n -c id", "reject", "inline code"),
+    ("zsh -n build.sh", "ask", "syntax"),
+    ("bash -n /etc/profile", "ask", "outside the workspace"),
+    ("node --check app.js", "ask", "toolchain"),  # allowed where the workspace selects no toolchain
+    ("node -c app.js", "ask", "toolchain"),
+    ("node --check -r ./hook.js app.js", "ask", None),
     ("bash -x ./hooks/run.sh", "ask", "runs a shell script"),
     ("bash -x -c id", "reject", "inline code"),
     ("bash -n", "reject", "inline code"),

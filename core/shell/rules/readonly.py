@@ -12,48 +12,55 @@ from core.shell.verdict import RANK, ask_writes, H_DELETE, H_SYSTEM, J, allow, a
 
 READONLY_OPTS: dict[str, Opts] = {
     "ls": opts(
-        "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvwxXZ1", "ITw",
+        "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", "ITw",
         "all almost-all author escape ignore-backups classify file-type full-time "
         "group-directories-first no-group human-readable si dereference-command-line "
         "dereference-command-line-symlink-to-dir hyperlink inode kibibytes literal numeric-uid-gid "
         "quote-name reverse recursive size context zero color dereference directory indicator-style "
         "quoting-style sort time time-style format width tabsize block-size hide ignore",
         "block-size hide ignore indicator-style quoting-style sort time time-style format width tabsize",
+        data="I T w block-size hide ignore indicator-style quoting-style sort time time-style format width tabsize",
     ),
     "cat": opts(
         "AbeEnstTuv", "",
         "show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting",
     ),
-    "head": opts("qvz", "cn", "quiet silent verbose zero-terminated", "bytes lines", numeric=True),
+    "head": opts("qvz", "cn", "quiet silent verbose zero-terminated", "bytes lines", numeric=True,
+                 data="c n bytes lines"),
     "tail": opts(
         "qvz", "cns", "quiet silent verbose zero-terminated retry",
         "bytes lines sleep-interval pid max-unchanged-stats", numeric=True,
+        data="c n s bytes lines sleep-interval pid max-unchanged-stats",
     ),
     "wc": opts("clmwL", "", "bytes chars lines words max-line-length total zero-terminated", "files0-from"),
     "pwd": opts("LP", "", "logical physical"),
-    "stat": opts("LftZ", "c", "dereference file-system terse cached", "format printf"),
+    "stat": opts("LftZ", "c", "dereference file-system terse cached", "format printf", data="c format printf"),
     "file": opts(
         "bcdEhiklLNnrsS0v", "mefFP",
         "brief checking-printout debug dereference no-dereference mime mime-type mime-encoding "
         "keep-going list no-pad no-buffer raw special-files extension apple print0",
         "separator exclude exclude-quiet files-from magic-file parameter",
+        data="e F P separator exclude exclude-quiet parameter",
     ),
     "du": opts(
         "0abcDhHklLmsSxP", "BdtX",
         "null all apparent-size bytes total dereference-args human-readable inodes dereference "
         "count-links no-dereference separate-dirs si summarize one-file-system time",
         "block-size max-depth threshold exclude-from exclude files0-from time-style",
+        data="B d t block-size max-depth threshold exclude time-style",
     ),
     "df": opts(
         "ahHiklPTv", "Btx",
         "all human-readable inodes local no-sync portability print-type sync total si output",
         "block-size type exclude-type",
+        data="B t x block-size type exclude-type",
     ),
     "tree": opts(
         "adlfxpugshDFqNQrtcvUnCASiJX", "LPIHT",
         "gitignore noreport prune dirsfirst filesfirst du si inodes device fromfile matchdirs "
         "ignore-case metafirst info",
         "filelimit timefmt sort charset gitfile infofile hintro houtro",
+        data="L P I H T filelimit timefmt sort charset",
     ),
     "diff": opts(
         "abBcdeEfinNpqrstTuwyZ", "DFIxXSW",
@@ -68,8 +75,12 @@ READONLY_OPTS: dict[str, Opts] = {
         "unchanged-line-format old-group-format new-group-format changed-group-format "
         "unchanged-group-format tabsize ifdef",
         short_opt="CU",
+        data="D F I x W width show-function-line label exclude horizon-lines palette ignore-matching-lines "
+        "line-format old-line-format new-line-format unchanged-line-format old-group-format new-group-format "
+        "changed-group-format unchanged-group-format tabsize ifdef",
     ),
-    "cmp": opts("bls", "in", "print-bytes verbose quiet silent", "ignore-initial bytes"),
+    "cmp": opts("bls", "in", "print-bytes verbose quiet silent", "ignore-initial bytes",
+                data="i n ignore-initial bytes"),
     "which": opts("as", "", "all skip-dot skip-tilde show-dot show-tilde"),
     "uname": opts(
         "asnrvmpio", "",
@@ -104,6 +115,8 @@ READONLY_OPTS: dict[str, Opts] = {
         "after-context before-context context regexp file max-count label binary-files directories "
         "devices include exclude exclude-from exclude-dir",
         numeric=True,
+        data="A B C d D e m after-context before-context context regexp max-count label binary-files "
+        "directories devices include exclude exclude-dir",
     ),
     "rg": opts(
         "iSswxvnNlcuFoLUPaHIbpqhVz0.", "ABCegtTfjmMrEd",
@@ -124,6 +137,10 @@ READONLY_OPTS: dict[str, Opts] = {
         "sort sortr path-separator max-columns ignore-file field-match-separator "
         "field-context-separator context-separator dfa-size-limit regex-size-limit pre-glob "
         "generate",
+        data="A B C e g t T j m M r E d after-context before-context context regexp glob iglob type type-not "
+        "type-add type-clear max-count max-depth maxdepth max-filesize threads color colors encoding engine "
+        "replace sort sortr path-separator max-columns field-match-separator field-context-separator "
+        "context-separator dfa-size-limit regex-size-limit pre-glob generate",
     ),
     "sort": opts(
         "bdfgiMhnRrVcCsuzm", "kotTS",
@@ -131,26 +148,44 @@ READONLY_OPTS: dict[str, Opts] = {
         "month-sort human-numeric-sort numeric-sort random-sort reverse version-sort check merge "
         "stable unique zero-terminated debug parallel batch-size random-source sort",
         "key field-separator buffer-size temporary-directory files0-from output",
+        data="k t S key field-separator buffer-size",
     ),
     "uniq": opts("cdDiuz", "fsw", "count repeated all-repeated ignore-case unique zero-terminated group",
-               "skip-fields skip-chars check-chars"),
+               "skip-fields skip-chars check-chars", data="f s w skip-fields skip-chars check-chars"),
     "date": opts("uR", "dfrI", "utc universal rfc-2822 rfc-email debug iso-8601 rfc-3339 resolution",
-               "date file reference"),
+               "date file reference", data="d date"),
     "cut": opts("nszw", "bcdf", "complement only-delimited zero-terminated",
-              "bytes characters delimiter fields output-delimiter"),
+              "bytes characters delimiter fields output-delimiter",
+              data="b c d f bytes characters delimiter fields output-delimiter"),
     "sha256sum": opts("bctwz", "", "binary check tag text zero ignore-missing quiet status strict warn"),
     "printenv": opts("0", "", "null"),
-    "od": opts("bcdfilosvx", "AjNtwS", "output-duplicates traditional endian",
-             "address-radix skip-bytes read-bytes format strings width"),
-    "hexdump": opts("bcCdovx", "efns"),
+    # -w and --width / --strings take an optional attached value only (-w32, --width=32)
+    "od": opts("bcdfilosvx", "AjNtS", "output-duplicates traditional endian width strings",
+             "address-radix skip-bytes read-bytes format", short_opt="w",
+             data="A j N t S address-radix skip-bytes read-bytes format"),
+    "hexdump": opts("bcCdovx", "efns", data="e n s"),
     "strings": opts("afw", "nteTo", "all print-file-name include-all-whitespace",
-                  "bytes radix encoding target output-separator unicode"),
-    "tac": opts("br", "s", "before regex", "separator"),
+                  "bytes radix encoding target output-separator unicode",
+                  data="n t e T bytes radix encoding target output-separator unicode"),
+    "tac": opts("br", "s", "before regex", "separator", data="s separator"),
     "rev": opts(),
     "nl": opts("p", "bdfhilnsvw",
              "no-renumber", "body-numbering section-delimiter footer-numbering header-numbering "
              "line-increment join-blank-lines number-format number-separator starting-line-number "
-             "number-width"),
+             "number-width",
+             data="b d f h i l n s v w body-numbering section-delimiter footer-numbering header-numbering "
+             "line-increment join-blank-lines number-format number-separator starting-line-number number-width"),
+    "tr": opts("cCdst", "", "complement delete squeeze-repeats truncate-set1"),
+    "paste": opts("sz", "d", "serial zero-terminated", "delimiters", data="d delimiters"),
+    "column": opts(
+        "tdeLJx", "nONlEHRTWripcos",
+        "table table-noheadings table-header-repeat keep-empty-lines json fillrows",
+        "table-name table-order table-columns table-columns-limit table-noextreme table-hide table-right "
+        "table-truncate table-wrap tree tree-id tree-parent output-width output-separator separator",
+        data="n O N l E H R T W r i p c o s table-name table-order table-columns table-columns-limit "
+        "table-noextreme table-hide table-right table-truncate table-wrap tree tree-id tree-parent output-width "
+        "output-separator separator",
+    ),
 }
 READONLY_OPTS.update(
     dict.fromkeys(("md5sum", "sha1sum", "sha224sum", "sha384sum", "sha512sum", "b2sum"), READONLY_OPTS["sha256sum"])
@@ -311,6 +346,7 @@ def _find_predicates(args: list[str]) -> J:
     return allow("`find` only lists files")
 
 HANDLERS: dict[str, Handler] = dict.fromkeys(READONLY_OPTS, _h_readonly)
+OPTION_SPECS: dict[str, Opts] = dict(READONLY_OPTS)
 HANDLERS.update({
     "echo": _h_echo, "printf": _h_printf, "test": _h_test, "[": _h_test, "cat": _h_cat, "tail": _h_tail,
     "sort": _h_sort, "uniq": _h_uniq, "date": _h_date, "rg": _h_rg, "find": _h_find,

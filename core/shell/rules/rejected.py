@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.shell.programs import Handler
-from core.shell.verdict import H_BUILTIN_STATE, H_INTERACTIVE, H_KILL, H_NETWORK, H_PRIV, H_SYSTEM, H_WRAPPER, J, ask, rej
+from core.shell.verdict import H_BUILTIN_STATE, H_INTERACTIVE, H_KILL, H_NETWORK, H_PRIV, H_SYSTEM, H_WRAPPER, J, allow, rej
 
 
 _PRIVILEGE = frozenset(
@@ -106,7 +106,7 @@ def _h_interactive(name: str, args: list[str]) -> J:
 def _h_sleep(name: str, args: list[str]) -> J:
     if any(a.lower().startswith("inf") for a in args):
         return rej("`sleep infinity` never ends", "do not wait; run the next command directly")
-    return ask("`sleep` only waits")
+    return allow("`sleep` only waits (the call's timeout bounds it)")
 
 HANDLERS: dict[str, Handler] = {}
 for _names, _fn in (
@@ -126,6 +126,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("ssh host id", "reject", "network"),
     ("cd src", "reject", "builtin"),
     ("vim x", "reject", "interactive"),
-    ("sleep 1", "ask", "waits"),
+    ("sleep 1", "allow", "waits"),
+    ("sleep 30 && echo done", "allow", None),
     ("sleep infinity", "reject", "never ends"),
 ]

@@ -84,7 +84,8 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("cat ../other/secret.txt", "ask", None),
     ("ls ..", "ask", None),
     ("ls /", "ask", None),
-    ("grep -rn --exclude-dir=../x foo src", "ask", None),
+    ("grep -rn --exclude-dir=../x foo src", "allow", None),  # a name pattern to skip, never opened
+    ("grep -rn --exclude-from=../x foo src", "ask", None),  # a file of patterns, read
     ("git log --oneline main..HEAD", "allow", None),
     ("grep -rn '/api/v1' src", "allow", None),
     ("sed -n '/start/,/end/p' x.txt", "allow", None),
@@ -254,7 +255,7 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("bash scripts/build.sh", "ask", ("bash", "scripts/build.sh")),
     ("sh ./configure", "ask", None),
     ("some-unknown-tool --flag", "ask", None),
-    ("sleep 1", "ask", None),
+    ("sleep 1", "allow", None),
     ("ls --weird-option", "ask", None),
     ("head --follow x", "ask", None),
     ("tree -o out.txt", "ask", None),
