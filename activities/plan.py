@@ -48,6 +48,8 @@ class PlanRequest(BaseModel):
     task_queue: str = ""
     # The paths of the snapshots the turn holds (None: not said).
     snapshot_paths: list[str] | None = None
+    # The turn starter's bound on a pause (TurnInput.approval_timeout_seconds).
+    approval_timeout_seconds: float | None = None
 
 
 def current_validator(workspace_root: str) -> Callable[[str], Verdict]:
@@ -142,7 +144,7 @@ def build_plan_activity(default_policy: Policy, build_id: str = "", allowed_root
         plan = await asyncio.to_thread(
             make_plan,
             request.tool_calls,
-            request.policy or default_policy,
+            policy_module.with_approval_bound(request.policy or default_policy, request.approval_timeout_seconds),
             current_validator(request.workspace_root),
             resolving_risk(current_risk(), request.workspace_root),
             build_id,

@@ -200,6 +200,12 @@ class TurnInput(BaseModel):
     # Streaming dispatch: the calls arrive by the signal `dispatch`
     # and the update `close_batch` (tool_calls starts empty); see workflows/turn_dispatch.py.
     open_batch: bool = False
+    # The starter's own bound on a pause, applied over whichever policy the
+    # turn plans with (the shorter wins): a front-end that waits for a person
+    # and may vanish (an MCP server) sets it, so the turn rejects itself on a
+    # durable timer instead of waiting for ever. Kept out of TurnOptions
+    # (extra="forbid") so that workers of earlier builds ignore it.
+    approval_timeout_seconds: float | None = Field(default=None, gt=0)
 
     @field_validator("turn_id")
     @classmethod

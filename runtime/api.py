@@ -105,6 +105,7 @@ def build_turn_input(
     snapshots: Iterable[Snapshot] = (),
     policy: Policy | None = None,
     execution: str = "remote",
+    approval_timeout_seconds: float | None = None,
 ) -> TurnInput:
     """A TurnInput that Temporal will accept, or TurnInputError naming the
     calls at fault (invalid Unicode, nesting, sizes, count)."""
@@ -129,6 +130,7 @@ def build_turn_input(
         snapshots=list(snapshots),
         policy=policy,
         options=TurnOptions(execution=execution),  # type: ignore[arg-type]
+        approval_timeout_seconds=approval_timeout_seconds,
     )
     try:
         pydantic_data_converter.payload_converter.to_payloads([turn])

@@ -224,6 +224,7 @@ class AgentTurnWorkflow:
                     policy=turn.policy,
                     task_queue=turn.workspace.task_queue,
                     snapshot_paths=[s.path for s in turn.snapshots],
+                    approval_timeout_seconds=turn.approval_timeout_seconds,
                 ),
                 result_type=TurnPlan,
                 start_to_close_timeout=PLAN_START_TO_CLOSE,

@@ -122,7 +122,8 @@ class TurnDispatch:
             try:
                 plan = await workflow.execute_local_activity(
                     PLAN_TURN_ACTIVITY,
-                    PlanRequest(workspace_root=turn.workspace.root, tool_calls=prefix, policy=turn.policy),
+                    PlanRequest(workspace_root=turn.workspace.root, tool_calls=prefix, policy=turn.policy,
+                                approval_timeout_seconds=turn.approval_timeout_seconds),
                     result_type=TurnPlan,
                     start_to_close_timeout=PLAN_START_TO_CLOSE,
                 )

@@ -125,6 +125,17 @@ def _decide(tool: str, policy: Policy, part: _Part | None) -> RiskDecision:
     return _default(tool, policy, part)
 
 
+def with_approval_bound(policy: Policy, seconds: float | None) -> Policy:
+    """``policy`` with its approval timeout at most ``seconds`` (the shorter
+    bound wins; None leaves the policy as it is)."""
+    if seconds is None:
+        return policy
+    current = policy.approval_timeout_seconds
+    if current is not None and current <= seconds:
+        return policy
+    return policy.model_copy(update={"approval_timeout_seconds": seconds})
+
+
 def inside_git_folder(path: str) -> bool:
     """Whether a file tool's path lies in (or is) a ``.git`` folder of any
     repository in the workspace, compared case-insensitively."""

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from runtime.config import DEFAULT_TASK_QUEUE
 
 DEFAULT_APPROVAL_TIMEOUT_S = 600.0
+# A turn's own approval bound runs this much longer than the server's wait, so
+# a live server rejects first (saying why); the turn's timer is the backstop
+# for a server that was killed while a call waited.
+TURN_APPROVAL_GRACE_S = 2.0
 DEFAULT_UI_URL = "http://localhost:8233"
 
 

@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.contracts import Policy, Snapshot, ToolCall, TurnProgress, TurnResult, TurnStatus
-from frontends.mcp.settings import McpSettings
+from frontends.mcp.settings import TURN_APPROVAL_GRACE_S, McpSettings
 from runtime.api import OffloadedResultChanged, TurnClient, build_turn_input, load_offloaded
 from workflows.mcp_session import SIGNAL_REMEMBER, McpSessionState, McpSessionWorkflow
 
@@ -116,6 +116,9 @@ class McpTurns:
             # The workflow runs on the workspace's own queue: fast tools may
             # run as local activities there.
             execution="local",
+            # The turn's own durable bound, a little after this server's: it
+            # rejects the call even if this server is killed while waiting.
+            approval_timeout_seconds=self.settings.approval_timeout_s + TURN_APPROVAL_GRACE_S,
         )
         await self.turns.start_turn(turn)
         return turn_id

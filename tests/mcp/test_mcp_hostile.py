@@ -220,6 +220,21 @@ async def started_command(client: Client, prefix: str, before: set[str]) -> None
     await asyncio.sleep(1.5)
 
 
+async def paused_turn(client: Client, prefix: str) -> str:
+    """The id of the one turn under ``prefix``, once it runs and is paused for approval."""
+
+    async def running() -> list[str]:
+        return [k for k, v in (await turns_of(client, prefix)).items() if v == WorkflowExecutionStatus.RUNNING]
+
+    (turn_id,) = await wait_for(running, 30, "the call's turn is running")
+
+    async def is_paused() -> bool:
+        return (await TurnClient(client).status(turn_id)).status.value == "paused"
+
+    await wait_for(is_paused, 30, "the call's turn is paused for approval")
+    return turn_id
+
+
 @pytest.mark.parametrize("how", ["stdin-closed", "both-pipes-closed"])
 async def test_client_vanishes_mid_call_and_the_turn_stays_durable(
     hostile_worker: Client, hostile_ws: Path, hostile_queue: str, tmp_path: Path, how: str
@@ -309,15 +324,7 @@ async def test_cancelled_call_waiting_for_approval_does_not_leave_its_turn_waiti
     try:
         my_id = server.start("tools/call", {"name": "bash", "arguments": {"command": "touch never-approved"}})
 
-        async def paused() -> list[str]:
-            return [k for k, v in (await turns_of(hostile_worker, prefix)).items() if v == WorkflowExecutionStatus.RUNNING]
-
-        (turn_id,) = await wait_for(paused, 30, "the call's turn is running")
-
-        async def is_paused() -> bool:
-            return (await TurnClient(hostile_worker).status(turn_id)).status.value == "paused"
-
-        await wait_for(is_paused, 30, "the call's turn is paused for approval")
+        turn_id = await paused_turn(hostile_worker, prefix)
         server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": my_id}})
 
         async def ended() -> bool:
@@ -329,6 +336,28 @@ async def test_cancelled_call_waiting_for_approval_does_not_leave_its_turn_waiti
         await still_serving(server)
     finally:
         server.kill()
+
+
+async def test_server_killed_while_a_call_waits_for_approval_the_turn_rejects_itself(
+    hostile_worker: Client, hostile_ws: Path, hostile_queue: str, tmp_path: Path
+) -> None:
+    """SIGKILL of the server while its call's turn is paused: nothing is left
+    to reject it at the approval timeout, so the turn carries its own bound
+    (the server's timeout and a short grace) on a durable timer."""
+    prefix = turn_prefix(hostile_ws, hostile_queue, "killed-paused")
+    server = Raw(mcp_args(hostile_worker, hostile_ws, hostile_queue, "--session", "killed-paused",
+                          "--approval-timeout", "2"), tmp_path / "k.log")
+    try:
+        server.start("tools/call", {"name": "bash", "arguments": {"command": "touch never-decided"}})
+
+        turn_id = await paused_turn(hostile_worker, prefix)
+    finally:
+        server.kill()
+    result = await asyncio.wait_for(TurnClient(hostile_worker).result(turn_id), 30)
+    decisions = [d for d in [result.decision, *result.call_decisions] if d is not None]
+    assert [(d.approve, d.via, d.reason) for d in decisions] == [(False, "timeout", "no decision within 4 s")], result
+    assert result.results[0].is_error and "no decision within 4 s" in result.results[0].output, result.results
+    assert not (hostile_ws / "never-decided").exists()
 
 
 # ----------------------------------------------------------------- tasks

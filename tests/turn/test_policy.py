@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.contracts import Policy, PolicyRule
-from core.turn.policy import decide_risk, inside_git_folder, rule_words
+from core.turn.policy import decide_risk, inside_git_folder, rule_words, with_approval_bound
 from core.shell import validate_command
 
 DENY_PUSH = PolicyRule(action="deny", tool="bash", command_prefix="git push")
@@ -60,3 +60,22 @@ def test_ordinary_paths_and_reads_are_unaffected() -> None:
     assert decide_risk("write_file", Policy(mode="auto"), path=".gitignore").action == "allow"
     assert decide_risk("read_file", Policy(mode="auto"), path=".git/config").action == "allow"
     assert not inside_git_folder("docs/.github/workflows/ci.yml")
+
+
+@pytest.mark.parametrize(
+    ("policy_bound", "starter_bound", "expected"),
+    [
+        (None, None, None),  # nobody bounds the pause
+        (None, 5.0, 5.0),  # the starter's bound applies over a policy without one
+        (60.0, 5.0, 5.0),  # the shorter wins
+        (3.0, 5.0, 3.0),
+        (3.0, None, 3.0),
+    ],
+)
+def test_a_starters_approval_bound_never_lengthens_the_policys(
+    policy_bound: float | None, starter_bound: float | None, expected: float | None
+) -> None:
+    policy = Policy(mode="ask-all", approval_timeout_seconds=policy_bound, rules=[PolicyRule(tool="grep", action="allow")])
+    bounded = with_approval_bound(policy, starter_bound)
+    assert bounded.approval_timeout_seconds == expected
+    assert (bounded.mode, bounded.rules) == (policy.mode, policy.rules)  # nothing else changes
