@@ -83,15 +83,17 @@ def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = (), spec: Op
     after_dashdash = False
     prev = ""
     find = fam == "find"
-    data_next = False
+    value_next: str | None = None  # what the next word is: an option's "data" or "path" value
     for k, a in enumerate(args):
-        if data_next:
-            data_next = False
+        if value_next is not None:
+            if value_next == "path":
+                out.append(a)  # never the pattern or program of a pattern-first program
+            value_next = None
         elif not after_dashdash and a[:1] == "-" and len(a) > 1:
             if a == "--":
                 after_dashdash = True
             elif spec is not None:
-                paths, data_next = _option_values(a, spec)
+                paths, value_next = _option_values(a, spec)
                 out.extend(paths)
             elif "/" in a or "." in a:
                 out.extend(attached_paths(a))
@@ -105,28 +107,31 @@ def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = (), spec: Op
     return out
 
 
-def _option_values(arg: str, spec: Opts) -> tuple[list[str], bool]:
-    """The paths inside one option word, and whether the next word is the
-    option's data value (``cut -d /``: ``/`` is a delimiter, not a folder).
-    Only a value the model says is data is left out; an option the model does
-    not know keeps every path-like suffix (``attached_paths``)."""
+def _option_values(arg: str, spec: Opts) -> tuple[list[str], str | None]:
+    """The paths inside one option word, and what its separate value (the
+    next word), if it takes one, is: "data" (``cut -d /``: ``/`` is a
+    delimiter, not a folder) or "path" (``grep --exclude-from FILE``). Only a
+    value the model says is data is left out; an option the model does not
+    know keeps every path-like suffix (``attached_paths``)."""
     if arg.startswith("--"):
         name, eq, value = arg[2:].partition("=")
         names = prefix_matches(name, _long_names(spec))  # getopt_long takes any unambiguous prefix
-        if names and all(n in spec.data and n in spec.long_arg for n in names):
-            return [], not eq
-        return ([value] if eq and value else []), False
+        if eq:
+            return ([] if names and all(n in spec.data for n in names) else [value] if value else []), None
+        if names and all(n in spec.long_arg for n in names):
+            return [], "data" if all(n in spec.data for n in names) else "path"
+        return [], None
     for j in range(1, len(arg)):
         letter = arg[j]
         if letter in spec.short:
             continue
         if letter in spec.short_arg or letter in spec.short_opt:
             rest = arg[j + 1:]
-            if letter in spec.data:
-                return [], not rest and letter in spec.short_arg
-            return ([rest] if rest else []), False  # a separate value is read as a positional word: a path
+            if rest or letter not in spec.short_arg:
+                return ([] if letter in spec.data or not rest else [rest]), None
+            return [], "data" if letter in spec.data else "path"
         break
-    return list(attached_paths(arg)), False
+    return list(attached_paths(arg)), None
 
 
 def _long_names(spec: Opts) -> tuple[str, ...]:
