@@ -80,6 +80,11 @@ class Reply:
     thinking: str | None = None
     # OpenAI: reasoning streamed in delta.reasoning_content before the answer (DeepSeek).
     reasoning: str | None = None
+    # OpenAI: OpenRouter's reasoning_details, whole as they should assemble.
+    # Streamed, each detail with an int index comes in pieces of its text,
+    # summary, data and signature (see _detail_deltas), interleaved with the
+    # other details' pieces; anything else (a bad shape) is sent as it is.
+    reasoning_details: Any = None
     # An error sent inside the stream (HTTP 200) after this many pieces, in
     # the provider's shape (OpenAI: a chunk {"error": ...}; Anthropic: an
     # ``error`` event); the stream ends there. (pieces, Failure)
@@ -352,6 +357,30 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def _detail_deltas(details: Any, size: int) -> list[Any]:
+    """The delta.reasoning_details of successive chunks, as OpenRouter
+    streams them: a detail's first piece brings its other fields, later
+    pieces repeat its type and index (and an id of null); what is not a
+    detail with an int index goes first, as it is."""
+    if not isinstance(details, list):
+        return [details]
+    readable = [d for d in details if isinstance(d, dict) and isinstance(d.get("index"), int)]
+    split: list[list[dict[str, Any]]] = []
+    for detail in readable:
+        grows = {k: _pieces(v, size) for k, v in detail.items()
+                 if k in ("text", "summary", "data", "signature") and isinstance(v, str) and v}
+        later = {k: None if k == "id" else detail[k] for k in ("type", "index", "id") if k in detail}
+        pieces = [{k: v for k, v in detail.items() if k not in grows}]
+        pieces += [dict(later) for _ in range(max(map(len, grows.values()), default=1) - 1)]
+        for key, parts in grows.items():  # a shorter field ends with the detail (a signature comes last)
+            for piece, part in zip(pieces[len(pieces) - len(parts):], parts):
+                piece[key] = part
+        split.append(pieces)
+    chunks = [[pieces[n] for pieces in split if n < len(pieces)] for n in range(max(map(len, split), default=0))]
+    unreadable = [d for d in details if not any(d is r for r in readable)]
+    return [unreadable + (chunks[0] if chunks else [])] + chunks[1:]
+
+
 def _arguments_text(call: ToolUse) -> str:
     return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
 
@@ -395,6 +424,8 @@ def _openai_json(reply: Reply, index: int, body: dict[str, Any]) -> dict[str, An
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
     if reply.reasoning is not None:
         message["reasoning_content"] = reply.reasoning
+    if reply.reasoning_details is not None:
+        message["reasoning_details"] = reply.reasoning_details
     if reply.tool_calls:
         message["tool_calls"] = [
             _with_id({"type": "function", "function": {"name": c.name, "arguments": _arguments_text(c)}},
@@ -427,6 +458,9 @@ def _openai_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tuple
     events = [(chunk({"role": "assistant", "content": ""}), False)]
     for piece in _pieces(reply.reasoning or "", reply.chars_per_token):
         events.append((chunk({"reasoning_content": piece}), True))
+    if reply.reasoning_details is not None:
+        for details in _detail_deltas(reply.reasoning_details, reply.chars_per_token):
+            events.append((chunk({"reasoning_details": details}), True))
     for piece in _pieces(reply.text, reply.chars_per_token):
         events.append((chunk({"content": piece}), True))
     for i, call in enumerate(reply.tool_calls):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import os
 import time
 from datetime import timedelta
@@ -219,6 +220,13 @@ def _bounded(response: AssembledResponse, provider: str, head: str) -> ModelResp
     )
 
 
+def _without_surrogates(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """reasoning_details with each lone surrogate in its text (at any depth,
+    names too) replaced, as in the answer's text: the transcript and the
+    next request must encode."""
+    return json.loads(replace_surrogates(json.dumps(details, ensure_ascii=False)))
+
+
 def _check_root(root: str, allowed_root: str | None) -> None:
     if allowed_root is None:
         return
@@ -290,6 +298,7 @@ def session_activities(
         # encoded: not for the history, the transcript or the next request.
         response.text = replace_surrogates(response.text)
         response.reasoning = {k: replace_surrogates(v) for k, v in response.reasoning.items()}
+        response.reasoning_details = _without_surrogates(response.reasoning_details)
         bounded = _bounded(response, config.provider, head)
         if dispatcher is not None:  # the transcript records the merged batch
             over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
@@ -297,7 +306,8 @@ def session_activities(
         # (what only one protocol carries is empty for the other)
         assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls,
                                     call_extras={c.id: c.extra for c in response.calls if c.extra},
-                                    thinking=response.thinking, reasoning=response.reasoning)
+                                    thinking=response.thinking, reasoning=response.reasoning,
+                                    reasoning_details=response.reasoning_details)
         try:
             bounded.transcript_head = await asyncio.to_thread(store.append, head, [assistant])
         except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:

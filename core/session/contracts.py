@@ -94,6 +94,9 @@ class TranscriptEntry(BaseModel):
     # "assistant", OpenAI-compatible servers: the reasoning text by the field
     # it came in (reasoning_content, reasoning), sent back in that field.
     reasoning: dict[str, str] = Field(default_factory=dict)
+    # "assistant", OpenRouter: the reasoning_details array as assembled,
+    # sent back unchanged with the message.
+    reasoning_details: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ModelCallRequest(BaseModel):

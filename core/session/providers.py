@@ -76,6 +76,8 @@ def openai_messages(entries: list[TranscriptEntry]) -> list[dict[str, Any]]:
             messages.append({"role": "user", "content": entry.text})
         elif entry.kind == "assistant":
             message: dict[str, Any] = {**entry.reasoning, "role": "assistant", "content": entry.text or None}
+            if entry.reasoning_details:
+                message["reasoning_details"] = entry.reasoning_details
             if entry.tool_calls:
                 message["tool_calls"] = [
                     {**entry.call_extras.get(c.id, {}),

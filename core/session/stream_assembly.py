@@ -37,6 +37,10 @@ _OPENAI_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
 # Where OpenAI-compatible servers stream a reasoning model's thinking
 # (DeepSeek and vLLM: reasoning_content; OpenRouter and newer vLLM: reasoning).
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
+# OpenRouter also streams delta.reasoning_details: objects numbered by index,
+# each streamed in pieces; these fields grow piece by piece, every other
+# field arrives once (later pieces repeat it or send null).
+_DETAIL_TEXT_FIELDS = frozenset({"text", "summary", "data", "signature"})
 
 
 class JsonScanner:
@@ -159,6 +163,10 @@ class AssembledResponse:
     # field it came in (reasoning_content, reasoning); DeepSeek refuses the
     # next request unless it goes back with the message that used tools.
     reasoning: dict[str, str] = field(default_factory=dict)
+    # OpenRouter: reasoning_details assembled by index, in index order; a
+    # reasoning model behind it (Anthropic, Gemini, OpenAI) keeps its chain
+    # across tool calls only when they go back unchanged.
+    reasoning_details: list[dict[str, Any]] = field(default_factory=list)
 
 
 class StreamAssembler:
@@ -180,6 +188,7 @@ class StreamAssembler:
         self._openai_keys: dict[int, int] = {}  # a tool_calls index -> the call it currently names
         self._thinking: dict[int, dict[str, Any]] = {}  # Anthropic thinking blocks by the stream's index
         self._reasoning: dict[str, list[str]] = {}  # OpenAI-compatible reasoning text by field name
+        self._reasoning_details: dict[int, dict[str, Any]] = {}  # OpenRouter's, by their own index
         self.usage = Usage()
         self._stop: str | None = None
         # The stream said it was done (a finish_reason; message_stop): a
@@ -243,6 +252,7 @@ class StreamAssembler:
             for name in _REASONING_FIELDS:
                 if isinstance(delta.get(name), str) and delta[name]:
                     self._reasoning.setdefault(name, []).append(delta[name])
+            self._merge_reasoning_details(delta.get("reasoning_details"))
             for tc in delta.get("tool_calls") or []:
                 function = tc.get("function") or {}
                 key = self._openai_key(tc.get("index"), tc.get("id"), function.get("name"))
@@ -255,6 +265,23 @@ class StreamAssembler:
             if choice.get("finish_reason"):
                 self._stop = choice["finish_reason"]
                 self._ended = True
+
+    def _merge_reasoning_details(self, pieces: Any) -> None:
+        """Adds one delta's reasoning_details pieces to the details they
+        continue. A piece that cannot be placed (not an object, no integer
+        index) is skipped: the rest of the answer still counts."""
+        if not isinstance(pieces, list):
+            return
+        for piece in pieces:
+            if not isinstance(piece, dict) or not _is_index(piece.get("index")):
+                continue
+            detail = self._reasoning_details.setdefault(piece["index"], {})
+            for key, value in piece.items():
+                held = detail.get(key)
+                if key in _DETAIL_TEXT_FIELDS and isinstance(held, str) and isinstance(value, str):
+                    detail[key] = held + value
+                elif held is None:
+                    detail[key] = value
 
     def _openai_key(self, index: Any, call_id: str | None, name: str | None) -> int:
         """Which call a ``tool_calls`` delta continues or opens.
@@ -394,7 +421,12 @@ class StreamAssembler:
             response_id=self._response_id,
             thinking=[self._thinking[i] for i in sorted(self._thinking)],
             reasoning={name: "".join(parts) for name, parts in self._reasoning.items()},
+            reasoning_details=[self._reasoning_details[i] for i in sorted(self._reasoning_details)],
         )
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _parses_as_object(text: str) -> bool:

@@ -13,6 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# What a whole message carries as a stream's deltas would (the reasoning
+# fields of DeepSeek, vLLM and OpenRouter included).
+_DELTA_FIELDS = ("content", "refusal", "reasoning_content", "reasoning", "reasoning_details")
+
 
 class NotAnAnswer(ValueError):
     """The body is neither a streamed answer nor a whole one."""
@@ -26,7 +30,7 @@ def openai_chunks(body: Any) -> list[dict[str, Any]]:
     for choice in body["choices"]:
         message = choice.get("message") or {}
         delta: dict[str, Any] = {}
-        delta.update((k, v) for k, v in message.items() if k in ("content", "refusal", "reasoning_content", "reasoning") and v)
+        delta.update((k, v) for k, v in message.items() if k in _DELTA_FIELDS and v)
         calls = []
         for i, call in enumerate(message.get("tool_calls") or []):
             function = call.get("function") or {}

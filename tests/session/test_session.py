@@ -196,3 +196,52 @@ async def test_openai_compatible_reasoning_goes_back_with_the_tool_calls(
     assistant = [m for m in model_server.requests[2].body["messages"] if m["role"] == "assistant"]
     assert [m.get("reasoning_content") for m in assistant] == ["Read a.py first.", "It says A = 1."]
     assert assistant[1]["content"] == "A is 1."
+
+
+async def test_openrouter_reasoning_details_go_back_as_assembled(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    """OpenRouter streams reasoning_details in pieces by index; the reasoning
+    model behind it keeps its chain across tool calls only when the next
+    request brings them back unchanged with the assistant message."""
+    (workspace / "a.py").write_text("A = 1\n")
+    thought = [{"type": "reasoning.text", "text": "Read a.py first, then answer.", "signature": "c2lnbmF0dXJl",
+                "id": "rs_0", "format": "anthropic-claude-v1", "index": 0},
+               {"type": "reasoning.encrypted", "data": "ZW5jcnlwdGVkIHJlYXNvbmluZw==", "id": "rs_1",
+                "format": "anthropic-claude-v1", "index": 1}]
+    summary = [{"type": "reasoning.summary", "summary": "It says A = 1.", "id": None, "format": "openai-responses-v1",
+                "index": 0}]
+    model_server.add(
+        Reply(reasoning_details=thought, tool_calls=[tool("read_file", path="a.py")]),
+        Reply(reasoning_details=summary, text="A is 1.", unstreamed=True),
+        Reply(text="Still 1."),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await _start(client, workspace, task_queue, "openai", "A?")
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+        assert view.last_answer == "A is 1."
+        await sessions.send(client, sid, "sure?", wait=True)
+    assistant = [m for m in model_server.requests[2].body["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_details") for m in assistant] == [thought, summary]
+
+
+async def test_reasoning_details_of_a_bad_shape_are_skipped_not_fatal(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "a.py").write_text("A = 1\n")
+    readable = {"type": "reasoning.text", "text": "Broken \ud83d thought.", "id": "rs_0", "format": "unknown", "index": 3}
+    model_server.add(
+        Reply(reasoning_details=["junk", {"type": "reasoning.text", "text": "no index"}, {"index": "1", "text": "?"},
+                                 readable], tool_calls=[tool("read_file", path="a.py")]),
+        Reply(reasoning_details="not a list", text="A is 1.", unstreamed=True),
+        Reply(reasoning_details={"index": 0, "text": "an object"}, text="Still 1."),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await _start(client, workspace, task_queue, "openai", "A?")
+        view = await sessions.wait_for_answer(client, sid, timeout=60)
+        assert view.last_answer == "A is 1."
+        answer = await sessions.send(client, sid, "sure?", wait=True)
+        assert answer is not None and answer.last_answer == "Still 1."
+    assistant = [m for m in model_server.requests[2].body["messages"] if m["role"] == "assistant"]
+    assert assistant[0]["reasoning_details"] == [{**readable, "text": "Broken \ufffd thought."}]  # (invalid Unicode replaced)
+    assert "reasoning_details" not in assistant[1]

@@ -328,3 +328,44 @@ def test_thinking_blocks_are_kept_whole_and_go_back_first() -> None:
     assert [b["type"] for b in messages[0]["content"]] == ["thinking", "redacted_thinking", "text", "tool_use"]
     _, only_thought = anthropic_request([TranscriptEntry(kind="assistant", thinking=response.thinking[:1])])
     assert [b["type"] for b in only_thought[0]["content"]] == ["thinking", "text"]  # never ends on thinking
+
+
+def test_reasoning_details_assemble_by_index_and_go_back_unchanged() -> None:
+    from core.session import unstreamed
+    from core.session.providers import anthropic_request, openai_messages
+    from core.session.transcript import encode_node
+
+    def details(pieces: object) -> dict:
+        return {"choices": [{"index": 0, "delta": {"reasoning_details": pieces}}]}
+
+    assembler = StreamAssembler("openai")
+    assembler.feed_all([
+        details([{"type": "reasoning.encrypted", "id": "r1", "format": "f", "index": 1, "data": "ZW5j"},  # later index first
+                 {"type": "reasoning.text", "id": "r0", "format": "f", "index": 0, "text": "look ", "signature": None}]),
+        details([{"type": "reasoning.text", "id": None, "format": "other", "index": 0, "text": "first"},
+                 {"type": "reasoning.encrypted", "index": 1, "data": "cnlw"}]),
+        # what cannot be placed is skipped; the rest of the answer still counts
+        details(["junk", None, {"text": "no index"}, {"index": "0", "text": "?"}, {"index": True, "text": "?"},
+                 {"type": "reasoning.text", "index": 0, "signature": "c2ln"}]),
+        details("not a list"),
+        details({"index": 0, "text": "an object"}),
+        *openai_chunks([("read_file", A)], text="ok"),
+    ])
+    response = assembler.finish()
+    expected = [{"type": "reasoning.text", "id": "r0", "format": "f", "index": 0, "text": "look first", "signature": "c2ln"},
+                {"type": "reasoning.encrypted", "id": "r1", "format": "f", "index": 1, "data": "ZW5jcnlw"}]
+    assert response.reasoning_details == expected
+    assert response.text == "ok" and [c.name for c in response.calls] == ["read_file"]
+    calls = [ToolCall(id=c.id, name=c.name, arguments=c.final_arguments) for c in response.calls]
+    entry = TranscriptEntry(kind="assistant", text="ok", tool_calls=calls, reasoning_details=expected)
+    assert openai_messages([entry])[0]["reasoning_details"] == expected
+    assert "reasoning_details" not in json.dumps(anthropic_request([entry])[1])  # OpenRouter's field, not Anthropic's
+    plain = TranscriptEntry(kind="assistant", text="ok", tool_calls=calls)
+    assert "reasoning_details" not in openai_messages([plain])[0]
+    assert b"reasoning_details" not in encode_node(None, plain)[1]  # old transcript nodes keep their names
+    # A whole (unstreamed) answer carries them in its message.
+    completion = {"id": "c", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": "ok", "reasoning_details": expected}}]}
+    whole = StreamAssembler("openai")
+    whole.feed_all(unstreamed.openai_chunks(completion))
+    assert whole.finish().reasoning_details == expected
