@@ -220,11 +220,13 @@ def _bounded(response: AssembledResponse, provider: str, head: str) -> ModelResp
     )
 
 
-def _without_surrogates(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """reasoning_details with each lone surrogate in its text (at any depth,
-    names too) replaced, as in the answer's text: the transcript and the
-    next request must encode."""
-    return json.loads(replace_surrogates(json.dumps(details, ensure_ascii=False)))
+def _without_surrogates(value: Any) -> Any:
+    """A JSON value with each lone surrogate in its strings (at any depth,
+    names too) replaced, as in the answer's text: the transcript and the next
+    request must encode. For what goes back as it came (thinking blocks, a
+    call's extra fields, reasoning_details), whose signature a server may then
+    refuse - a readable error instead of a session that cannot go on."""
+    return json.loads(replace_surrogates(json.dumps(value, ensure_ascii=False)))
 
 
 def _check_root(root: str, allowed_root: str | None) -> None:
@@ -299,6 +301,9 @@ def session_activities(
         response.text = replace_surrogates(response.text)
         response.reasoning = {k: replace_surrogates(v) for k, v in response.reasoning.items()}
         response.reasoning_details = _without_surrogates(response.reasoning_details)
+        response.thinking = _without_surrogates(response.thinking)
+        for call in response.calls:
+            call.extra = _without_surrogates(call.extra)
         bounded = _bounded(response, config.provider, head)
         if dispatcher is not None:  # the transcript records the merged batch
             over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left

@@ -371,3 +371,20 @@ async def test_a_lone_surrogate_in_arguments_or_text_is_reported_not_fatal(provi
     assert_errors(results[:1], r"invalid Unicode \(a lone surrogate")
     assert not results[1].is_error and "alpha" in results[1].text
     assert "Broken \ufffd emoji." in json.dumps(bodies[1]["messages"], ensure_ascii=False)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_lone_surrogate_in_what_goes_back_unchanged_is_replaced_not_fatal(provider: str, rig: Rig) -> None:
+    # Thinking blocks (Anthropic) and a call's extra fields (Gemini's thought
+    # signatures, OpenAI-compatible) go back with the next request as they
+    # came; one that cannot be encoded would stop every later request.
+    broken = "sig \ud800 nature"
+    reply = (
+        Reply(thinking=broken, tool_calls=[tool("read_file", path="a.txt")]) if provider == "anthropic"
+        else Reply(openai_call_extra={"extra_content": {"google": {"thought_signature": broken}}},
+                   tool_calls=[tool("read_file", path="a.txt")])
+    )
+    _, bodies = await rig.run(provider, reply, Reply(text="done"))
+    sent = json.dumps(bodies[1]["messages"], ensure_ascii=False)
+    assert "sig \ufffd nature" in sent, sent
+    assert "alpha" in last_results(provider, bodies[1])[0].text
