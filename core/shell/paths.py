@@ -83,17 +83,18 @@ def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = (), spec: Op
     after_dashdash = False
     prev = ""
     find = fam == "find"
-    value_next: str | None = None  # what the next word is: an option's "data" or "path" value
+    next_is: NextWord = None
     for k, a in enumerate(args):
-        if value_next is not None:
-            if value_next == "path":
-                out.append(a)  # never the pattern or program of a pattern-first program
-            value_next = None
+        glob = bool(globs and k < len(globs) and globs[k])
+        if next_is is not None:
+            if next_is == "path":  # a file option's value: a path, never the pattern
+                out.append(_glob_base(a) if glob else a)
+            next_is = None
         elif not after_dashdash and a[:1] == "-" and len(a) > 1:
             if a == "--":
                 after_dashdash = True
             elif spec is not None:
-                paths, value_next = _option_values(a, spec)
+                paths, next_is = _option_values(a, spec)
                 out.extend(paths)
             elif "/" in a or "." in a:
                 out.extend(attached_paths(a))
@@ -102,24 +103,30 @@ def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = (), spec: Op
         elif skip_first:
             skip_first = False
         else:
-            out.append(_glob_base(a) if globs and k < len(globs) and globs[k] else a)
+            out.append(_glob_base(a) if glob else a)
         prev = a
     return out
 
 
-def _option_values(arg: str, spec: Opts) -> tuple[list[str], str | None]:
-    """The paths inside one option word, and what its separate value (the
-    next word), if it takes one, is: "data" (``cut -d /``: ``/`` is a
-    delimiter, not a folder) or "path" (``grep --exclude-from FILE``). Only a
-    value the model says is data is left out; an option the model does not
-    know keeps every path-like suffix (``attached_paths``)."""
+# What the word after an option is: its data value, its path value, or a word of its own.
+NextWord = Literal["data", "path", None]
+
+
+def _option_values(arg: str, spec: Opts) -> tuple[list[str], NextWord]:
+    """The paths inside one option word, and what the next word is when the
+    option takes it as its value: data (``cut -d /``: ``/`` is a delimiter,
+    not a folder) or a path (``grep --exclude-from FILE``: a file read, and
+    not grep's pattern). Only a value the model says is data is left out; an
+    option the model does not know keeps every path-like suffix
+    (``attached_paths``)."""
     if arg.startswith("--"):
         name, eq, value = arg[2:].partition("=")
         names = prefix_matches(name, _long_names(spec))  # getopt_long takes any unambiguous prefix
+        data = bool(names) and all(n in spec.data and n in spec.long_arg for n in names)
         if eq:
-            return ([] if names and all(n in spec.data for n in names) else [value] if value else []), None
+            return ([] if data or not value else [value]), None
         if names and all(n in spec.long_arg for n in names):
-            return [], "data" if all(n in spec.data for n in names) else "path"
+            return [], "data" if data else "path"
         return [], None
     for j in range(1, len(arg)):
         letter = arg[j]

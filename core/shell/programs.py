@@ -261,6 +261,8 @@ CASES: list[tuple[str, str, str | None]] = [
     ("grep --exclude-from /etc/x foo src", "ask", "outside the workspace"),
     ("rg --ignore-file /etc/x foo src", "ask", "outside the workspace"),
     ("grep -A 3 /etc/passwd src", "allow", None),  # here /etc/passwd is the pattern
+    ("grep --exclude-from /etc/shadow pattern src", "ask", "outside the workspace"),
+    ("rg --ignore-file /etc/shadow foo", "ask", "outside the workspace"),
     ("cut -d / -f 1 data.txt", "allow", None),  # the delimiter `/` is not the root folder
     ("cut -d / -f 1 /etc/passwd", "ask", "outside the workspace"),
     ("sort -t / -k 2 data.txt", "allow", None),
