@@ -72,9 +72,11 @@ _DENIED_PREFIXES = ("LD_", "DYLD_", "GIT_", "BASH_FUNC_", "SSH_")
 _DENIED_SUFFIXES = ("_PROXY",)
 
 # Names whose value only tunes output or locale: a read-only command stays read-only.
+# Not PYTHONWARNINGS: a filter's category `module.Class` makes Python import
+# that module at startup (any installed one, or an editable project's code).
 _HARMLESS = frozenset(
     "LANG LANGUAGE TZ COLUMNS LINES NO_COLOR FORCE_COLOR CLICOLOR TERM CI PYTHONDONTWRITEBYTECODE "
-    "PYTHONUNBUFFERED PYTHONIOENCODING PYTHONWARNINGS PYTHONHASHSEED PYTHONUTF8 GREP_COLOR GREP_COLORS "
+    "PYTHONUNBUFFERED PYTHONIOENCODING PYTHONHASHSEED PYTHONUTF8 GREP_COLOR GREP_COLORS "
     "LS_COLORS".split()
 )
 

@@ -35,7 +35,7 @@ def ws(tmp_path: Path) -> Path:
         # queries that only read what is installed, or only check syntax
         (".python-version", "pip list"),
         (".python-version", "pip3 show -f requests"),
-        (".python-version", "pip freeze --exclude-editable"),
+        (".python-version", "pip list --format=freeze"),
         (".tool-versions", "node --check src/app.js"),
         (".nvmrc", "node -c src/app.js"),
     ],
@@ -46,6 +46,15 @@ def test_a_repository_configured_toolchain_makes_version_queries_ask(ws: Path, f
     (ws / file).write_text("[toolchain]\nchannel = 'evil'\n")
     v = validate_in_workspace(command, str(ws))
     assert v.verdict == "ask" and file in v.reason, v
+
+
+def test_pip_freeze_and_module_importing_variables_ask_even_without_a_toolchain_file(ws: Path) -> None:
+    # pip freeze runs `hg root` / `git config` in every editable project's
+    # folder (a workspace's .hg/hgrc loads extensions); PYTHONWARNINGS names a
+    # warning category `module.Class`, and Python imports that module at startup.
+    for command in ("pip freeze", "pip freeze --exclude-editable", "PYTHONWARNINGS=ignore::this.W pip list",
+                    "export PYTHONWARNINGS=ignore::pkg.W && pip list"):
+        assert validate_in_workspace(command, str(ws)).verdict == "ask", command
 
 
 def test_without_facts_toolchains_are_assumed_configured() -> None:

@@ -194,12 +194,14 @@ def _h_zip(name: str, args: list[str]) -> J:
 # pip's queries of what is installed: no index, no network, no package code
 # runs. Options that reach an index (--outdated, --index-url ...), pick
 # another interpreter (--python) or write (--log) are not listed, so they ask.
+# Not `pip freeze`: for every editable project (often the workspace) it runs
+# version-control programs in its folder (`hg root`, `git config ...`, even
+# with --exclude-editable), and a repository's .hg/hgrc loads extensions and
+# hooks; `pip list --format=freeze` prints the same without them.
 _PIP_COMMON = "verbose quiet no-color disable-pip-version-check isolated no-input"
 _PIP_QUERIES: dict[str, Opts] = {
     "list": opts("levq", "", f"local user pre not-required exclude-editable include-editable editable {_PIP_COMMON}",
                  "format exclude path", data="format exclude"),
-    "freeze": opts("lvqr", "r", f"local user all exclude-editable {_PIP_COMMON}", "exclude path requirement",
-                   data="exclude"),
     "show": opts("fvq", "", f"files {_PIP_COMMON}"),
     "check": opts("vq", "", _PIP_COMMON),
 }
@@ -211,6 +213,9 @@ def _h_pip(name: str, args: list[str]) -> J:
         return allow(f"`{name} {sub} --help` only prints help")
     if sub == "help" and len(args) <= 2:
         return allow(f"`{name} help` only prints help")
+    if sub == "freeze":
+        return ask(f"`{name} freeze` runs version-control programs (hg, git) in each editable project's folder, "
+                   "whose repository config may name programs; `pip list --format=freeze` lists the same")
     spec = _PIP_QUERIES.get(sub)
     if spec is not None and scan(args[1:], spec)[0] is None:
         return allow(f"`{name} {sub}` only reads what is installed")
@@ -252,12 +257,14 @@ CASES: list[tuple[str, str, str | None]] = [
     ("pip list", "ask", "only reads what is installed"),  # allowed where no toolchain file (facts)
     ("pip list --format=freeze --exclude-editable", "ask", "only reads"),
     ("pip3 show -f requests", "ask", "only reads"),
-    ("pip freeze -l", "ask", "only reads"),
+    ("pip freeze -l", "ask", "version-control"),  # runs git / hg in editable projects' folders
+    ("pip freeze --exclude-editable", "ask", "version-control"),  # it still asks them first
+    ("pip list --format=freeze", "ask", "only reads"),
     ("pip install --help", "ask", "only prints help"),
     ("pip list --outdated", "ask", "installs or changes"),  # asks the package index
     ("pip list --index-url http://x/simple", "ask", None),
     ("pip --python /tmp/py list", "ask", None),  # another interpreter
     ("pip list --path /etc", "ask", "outside the workspace"),
-    ("pip freeze -r ../reqs.txt", "ask", "outside the workspace"),
+    ("pip freeze -r ../reqs.txt", "ask", "version-control"),
     ("pip install -r requirements.txt --help", "ask", None),
 ]

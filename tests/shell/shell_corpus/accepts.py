@@ -16,6 +16,7 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     # NAME=value for one command; `export NAME=value` for the later parts
     ("FOO=1 ls", "ask", ("ls",)),
     ("LANG=C sort x.txt", "allow", ("sort", "x.txt")),
+    ("PYTHONWARNINGS=ignore::pkg.W ls", "ask", ("ls",)),  # Python imports the category's module
     ("PYTHONPATH=. python -m pytest -q", "ask", ("python", "-m", "pytest", "-q")),
     ("export FOO=1", "ask", ("export", "FOO=1")),
     ("~/bin/tool", "ask", ("/tmp/home/bin/tool",)),
