@@ -262,7 +262,8 @@ def _h_shell(name: str, args: list[str]) -> J:
     while k < len(args) - 1 and _SCRIPT_FLAGS.fullmatch(args[k]):
         k += 1
     if k and not args[k].startswith(("-", "+")):
-        if all(set(a[1:]) == {"n"} for a in args[:k]):
+        # only `-n`: `+n` turns noexec off again, so the script runs
+        if all(a[0] == "-" and set(a[1:]) == {"n"} for a in args[:k]):
             if name.lower() in _NOEXEC_SHELLS:
                 return allow(f"`{name} -n {args[k]}` only checks the script's syntax")
             return ask(f"`{name} -n {args[k]}` only checks the script's syntax")
@@ -333,6 +334,8 @@ CASES: list[tuple[str, str, str | None]] = [
     ("bash scripts/build.sh", "ask", "shell script"),
     ("bash -n build.sh", "allow", "syntax"),
     ("bash -n -c id", "reject", "inline code"),
+    ("bash +n build.sh", "ask", "runs a shell script"),  # +n turns noexec off: the script runs
+    ("sh -n +n build.sh", "ask", "runs a shell script"),
     ("zsh -n build.sh", "ask", "syntax"),
     ("bash -n /etc/profile", "ask", "outside the workspace"),
     ("node --check app.js", "ask", "toolchain"),  # allowed where the workspace selects no toolchain
