@@ -63,10 +63,10 @@ def in_git_folder(key: str, facts: WorkspaceFacts | None = None) -> bool:
 
 
 def _glob_base(word: str) -> str:
-    """The literal folder a glob word lists (``src/*.py`` -> ``src``)."""
+    """The literal folder a glob word lists (``src/*.py`` -> ``src``, ``/e*`` -> ``/``)."""
     cut = min((word.index(c) for c in "*?[" if c in word), default=len(word))
     head = word[:cut]
-    return head.rsplit("/", 1)[0] if "/" in head else "."
+    return (head.rsplit("/", 1)[0] or "/") if "/" in head else "."
 
 
 def path_words(fam: str, args: list[str], globs: tuple[bool, ...] = (), spec: Opts | None = None) -> list[str]:

@@ -276,6 +276,9 @@ CASES: list[tuple[str, str, str | None]] = [
     ("cat src/../README.md", "allow", None),
     ("grep -rn '/api/v1' src", "allow", None),
     ("find / -name x", "ask", "outside the workspace"),
+    # a glob in the root folder lists the root folder, not the workspace
+    ("cat /e??/passwd", "ask", "outside the workspace"),
+    ("ls -d /*", "ask", "outside the workspace"),
     ("find . -name '/etc'", "allow", None),
     ("echo /etc/passwd", "allow", None),
     ("ls /dev/null", "allow", None),

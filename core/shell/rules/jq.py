@@ -24,7 +24,9 @@ _FLAGS_LONG = frozenset(
 _FLAGS_SHORT = frozenset("nrRjacCMSsehVb")
 # NAME VALUE pairs; the value is a file for the last two
 _PAIRS = {"--arg": False, "--argjson": False, "--slurpfile": True, "--rawfile": True}
-_MODULES = re.compile(r"(?<![\w$.\"])(?:import|include)(?!\w)")  # not a key: .include, "include"
+# import / include directives, and modulemeta, which reads the module its
+# input names from the search path (~/.jq, -L ...) and prints its metadata
+_MODULES = re.compile(r"(?<![\w$.\"])(?:import|include|modulemeta)(?!\w)")  # not a key: .include, "include"
 
 
 @dataclass
@@ -80,7 +82,7 @@ def _h_jq(name: str, args: list[str]) -> J:
     if jq.filter_file:
         return ask(f"`{name} -f` runs a filter file that was not inspected")
     if jq.filter is not None and _MODULES.search(jq.filter):
-        return ask(f"the `{name}` filter loads modules (import / include) from files that were not inspected")
+        return ask(f"the `{name}` filter loads modules (import / include / modulemeta) from files that were not inspected")
     return allow(f"`{name}` only reads JSON and prints")
 
 
@@ -106,6 +108,8 @@ CASES: list[tuple[str, str, str | None]] = [
     ("jq 'import \"x\" as $x; .' data.json", "ask", "modules"),
     ("jq 'include \"lib\"; .' data.json", "ask", "modules"),
     ("jq '.include' data.json", "allow", None),  # a key named include is no module
+    ("jq -n '\"foo\" | modulemeta'", "ask", "modules"),  # reads ~/.jq/foo.jq (or -L's) by name
+    ("jq -n '\"fo\" + \"o\" | modulemeta' data.json", "ask", "modules"),
     ("jq -L /tmp/mods '.' data.json", "ask", "search path"),
     ("jq -L/etc '.' data.json", "ask", "search path"),
     ("jq -f filter.jq data.json", "ask", "filter file"),
