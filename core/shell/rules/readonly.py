@@ -195,8 +195,19 @@ READONLY_OPTS.update(dict.fromkeys(("egrep", "fgrep"), READONLY_OPTS["grep"]))
 _READONLY_WHAT = "only reads (read-only list)"
 
 
+# Programs built on libiberty, which replaces every `@FILE` word (even after
+# `--`) with the words in FILE before parsing: options and paths nobody saw,
+# and an error quotes them (`strings @/etc/passwd`).
+_RESPONSE_FILES = frozenset(["strings"])
+
+
 def _h_readonly(name: str, args: list[str]) -> J:
-    return generic_allow(name, args, READONLY_OPTS[family(name.lower())], _READONLY_WHAT)
+    fam = family(name.lower())
+    if fam in _RESPONSE_FILES:
+        for a in args:
+            if a.startswith("@") and len(a) > 1:
+                return ask(f"`{name} {a}` reads more arguments from the file `{a[1:]}`, which were not inspected")
+    return generic_allow(name, args, READONLY_OPTS[fam], _READONLY_WHAT)
 
 
 def _h_echo(name: str, args: list[str]) -> J:
@@ -377,4 +388,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("test -v x", "reject", "shell variables"),
     ("[ -d src", "ask", "closing"),
     ("ls --weird-option", "ask", "--weird-option"),
+    ("strings @/etc/passwd", "ask", "arguments from"),  # reads the file's words as arguments (and errors show them)
+    ("strings -n 3 -- @args.txt", "ask", "arguments from"),
+    ("strings -n 3 lib.so", "allow", None),
 ]
