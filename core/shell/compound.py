@@ -20,11 +20,13 @@ with its redirections; the whole command's verdict is the worst part's
 
 from __future__ import annotations
 
+from dataclasses import replace
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 from core.shell.facts import WorkspaceFacts, workspace_key
 from core.shell.lexer import RESERVED
 from core.shell.paths import HARMLESS_DEVICES, in_git_folder, scratch, where
 from core.shell.programs import family, judge
+from core.shell.stdin_names import lists_paths, names_from, names_unjudged
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, harmless_name
 from core.shell.tokens import Assign, Op, Redir, Token, Word
 from core.shell.verdict import H_GLOB, RANK, J, Verdict, allow, ask, rej
@@ -244,6 +246,10 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
         program, j, paths = "export", _export(words[1:]), []
     else:
         program, j, paths = judge(argv, cwd, facts, globs)  # type: ignore[arg-type]
+        if j.verdict == "allow" and names_from(argv) == "-" and (
+            stdin_text is not None or any(r.fd == 0 and r.target != "/dev/null" for r in out)
+        ):
+            j = names_unjudged(j, "its input (a file or a here-document)")
     if env and j.verdict == "allow":
         tuned = [a.name for a in env if not harmless_name(a.name)]
         if tuned:
@@ -362,6 +368,11 @@ def judge_tokens(
                     hint = "save the output to a file, read it, then run it as its own command if it is safe"
                 return Verdict("reject", reason, hint, program, tuple(words))
             command, j, program, part_paths = got
+            if commands and j.verdict == "allow" and names_from(command.argv) == "-" and not lists_paths(
+                [c.argv for c in commands]
+            ):
+                j = names_unjudged(j, f"the output of `{commands[-1].argv[0]}`")
+                command = replace(command, verdict="ask", reason=j.reason)
             ran = runs_download(program, part_paths, downloaded)
             if ran is not None:
                 return Verdict("reject", f"part {k} of {total} (`{_show(part, s)}`) is rejected: {ran.reason}",

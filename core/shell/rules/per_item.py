@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from core.shell.options import long_hit
 from core.shell.programs import Handler, judge
+from core.shell.stdin_names import XARGS_VALUED
 from core.shell.verdict import H_INTERACTIVE, RANK, J, allow, ask, rej
 
 _FIND_EXEC = frozenset(["-exec", "-execdir"])
@@ -23,8 +24,6 @@ _ANY_ARGS_SAFE = frozenset(
     "sha256sum echo".split()
 )
 _XARGS_FLAGS = frozenset("-0 -r -t -x --null --no-run-if-empty --verbose --exit".split())
-_XARGS_VALUED = frozenset("-n -L -s -P -d -E -a --max-args --max-lines --max-procs --delimiter --max-chars --eof "
-                          "--arg-file".split())
 
 
 def _inner(outer: str, argv: list[str]) -> J:
@@ -82,12 +81,17 @@ def _h_xargs(name: str, args: list[str]) -> J:
             return rej("`xargs -p` asks on a terminal", H_INTERACTIVE)
         if a in ("-a", "--arg-file") or a.startswith(("-a", "--arg-file=")) or long_hit(a, ("arg-file",)):
             from_file = a
+        delimiter = (args[i] if i < len(args) else "") if a in ("-d", "--delimiter") else (
+            a.partition("=")[2] if a.startswith("--delimiter=") else a[2:] if a.startswith("-d") else None)
+        if delimiter is not None and delimiter not in ("\\n", "\n", "\\0", "\0"):
+            # names cut at another character are not the lister's: `./..foo` cut at `f` is `./..`
+            replace = True
         if a == "-I" or a.startswith(("-i", "--replace")):
             replace = True
             i += 1 if a == "-I" else 0
-        elif a in _XARGS_VALUED:
+        elif a in XARGS_VALUED:
             i += 1
-        elif a.split("=", 1)[0] in _XARGS_VALUED or (a[:2] in _XARGS_VALUED and len(a) > 2):
+        elif a.split("=", 1)[0] in XARGS_VALUED or (a[:2] in XARGS_VALUED and len(a) > 2):
             continue
         elif a not in _XARGS_FLAGS:
             return ask(f"`xargs` with option `{a}`, which is not on the known option list")
@@ -139,4 +143,24 @@ CASES: list[tuple[str, str, str | None]] = [
     ("xargs --arg-file=list.txt cat", "ask", "come from a file"),
     ("xargs -alist.txt head", "ask", "come from a file"),
     ("xargs -0 -a list.txt wc -l", "ask", "come from a file"),
+    # file names read from stdin: only a lister's output names workspace files
+    ("echo /etc/passwd | xargs cat", "ask", "file names"),
+    ("cat list.txt | xargs head -5", "ask", "file names"),
+    ("xargs cat < list.txt", "ask", "file names"),
+    ("printf '/etc/passwd\\0' | sort --files0-from=-", "ask", "file names"),
+    ("echo /etc/passwd | file -f -", "ask", "file names"),
+    ("find . -name '*.py' | grep -v test | head -20 | xargs wc -l", "allow", None),
+    ("git ls-files -z | xargs -0 grep -l TODO", "allow", None),
+    ("grep -rl foo src | xargs grep -l bar | xargs wc -l", "allow", None),
+    ("find . -printf '/etc/passwd\\n' | xargs cat", "ask", "file names"),
+    ("find . -name '*.py' | grep -o '/etc/.*' | xargs cat", "ask", "file names"),
+    ("find . | xargs echo", "allow", None),
+    ("git log --name-only | xargs cat", "ask", "file names"),
+    ("find . -name '..f*' | xargs -d f ls", "ask", "stdin"),  # `./..foo` cut at `f`: `./..`
+    ("find . -name '*.py' | xargs -d '\\n' wc -l", "allow", None),  # commit messages are any words
+    ("git diff --name-only | xargs wc -l", "allow", None),
+    ("find . -type f | tail -c 12 | xargs cat", "ask", "file names"),  # `./a/etc/passwd` -> `/etc/passwd`
+    ("sort --files0-from=list0.txt", "ask", "names of the files"),
+    ("wc --files0-from list0.txt", "ask", "names of the files"),
+    ("file -f names.txt", "ask", "names of the files"),
 ]
