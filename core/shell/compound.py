@@ -24,7 +24,7 @@ from dataclasses import replace
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 from core.shell.facts import WorkspaceFacts, workspace_key
 from core.shell.lexer import RESERVED
-from core.shell.paths import HARMLESS_DEVICES, in_git_folder, scratch, where
+from core.shell.paths import HARMLESS_DEVICES, in_git_folder, physical_key, scratch, where
 from core.shell.programs import family, judge
 from core.shell.stdin_names import lists_paths, names_from, names_unjudged
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, harmless_name
@@ -189,6 +189,9 @@ def _redirects(redirs: list[Redir], cwd: str | None, facts: WorkspaceFacts | Non
             return rej(f"the redirection {what} `{target}`, outside the workspace", "redirect only to files inside the workspace")
         key = workspace_key(target, cwd)
         paths.append(key)
+        physical = physical_key(target, cwd)
+        if physical is not None:  # resolved by the workspace facts (see core.shell.paths.where)
+            paths.append(physical)
         if reading:
             if stdin_text is not None:
                 return rej("two inputs for one command", "use one here-document or one `< FILE`")

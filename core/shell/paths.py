@@ -17,6 +17,7 @@ supplied facts, after resolving symlinks with realpath:
 
 from __future__ import annotations
 
+import posixpath
 from typing import Literal
 
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts, workspace_key
@@ -174,8 +175,31 @@ def scratch(key: str, facts: WorkspaceFacts | None = None) -> bool:
     return real.startswith("/tmp/") and not (real == SANDBOX_HOME or real.startswith(SANDBOX_HOME + "/"))
 
 
+def physical_key(path: str, cwd: str | None = None) -> str | None:
+    """``path`` with every ``..`` kept that follows a folder name, or None when
+    none does. The kernel resolves ``link/..`` at the link's target (``/etc/..``
+    is ``/``), not lexically like ``workspace_key``; the workspace facts resolve
+    this form too, so a symlink on the way is seen."""
+    if ".." not in path:
+        return None
+    joined = posixpath.join(cwd, path) if cwd and not path.startswith("/") else path
+    parts = [p for p in joined.split("/") if p not in ("", ".")]
+    if not any(p == ".." and any(q != ".." for q in parts[:k]) for k, p in enumerate(parts)):
+        return None
+    return ("/" if joined.startswith("/") else "") + "/".join(parts)
+
+
 def where(path: str, cwd: str | None, facts: WorkspaceFacts | None) -> Where:
-    return where_key(workspace_key(path, cwd), facts)
+    return where_both(workspace_key(path, cwd), physical_key(path, cwd), facts)
+
+
+def where_both(key: str, physical: str | None, facts: WorkspaceFacts | None) -> Where:
+    """``where_key``, and where the path really leads when a ``..`` in it
+    follows a folder the facts resolved (``physical_key``)."""
+    w = where_key(key, facts)
+    if w == "inside" and physical is not None and facts is not None and physical in facts.realpaths:
+        return where_key(physical, facts)
+    return w
 
 
 def where_key(key: str, facts: WorkspaceFacts | None) -> Where:

@@ -10,7 +10,9 @@ from typing import Callable
 
 from core.shell.facts import TOOLCHAIN_PROGRAMS, WorkspaceFacts, workspace_key
 from core.shell.options import Opts
-from core.shell.paths import in_git_folder, path_words, scratch, where, where_key, written_paths
+from core.shell.paths import (
+    in_git_folder, path_words, physical_key, scratch, where, where_both, written_paths,
+)
 from core.shell.verdict import H_WRAPPER, J, ask, rej
 
 Handler = Callable[[str, list[str]], J]
@@ -113,7 +115,7 @@ def judge(
     leads_to = ""  # where a glob's match outside the workspace leads
     keys = _keys(paths, cwd)
     for p, key in zip(paths, keys):
-        w = where_key(key, facts)
+        w = where_both(key, physical_key(p, cwd), facts)
         if w == "endless":
             return base, rej(
                 f"`{p}` is a device that never ends or is not a file (an endless or huge read)",
@@ -171,7 +173,10 @@ _SCRATCH_WRITERS = frozenset("mkdir touch cp tee".split())
 
 
 def _keys(paths: list[str], cwd: str | None) -> list[str]:
-    return [workspace_key(p, cwd) for p in paths]
+    """The workspace keys of ``paths``, then their physical forms (``link/../x``),
+    which the workspace facts resolve too."""
+    keys = [workspace_key(p, cwd) for p in paths]
+    return keys + [k for k in (physical_key(p, cwd) for p in paths) if k is not None]
 
 
 def _toolchain(lname: str, fam: str, facts: WorkspaceFacts | None) -> str | None:

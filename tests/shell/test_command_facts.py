@@ -70,6 +70,19 @@ def test_a_symlink_that_leads_outside_is_judged_outside(ws: Path) -> None:
     assert w.verdict == "reject" and "outside the workspace" in w.reason
 
 
+def test_a_dotdot_after_a_symlink_is_resolved_at_the_link_target(ws: Path) -> None:
+    # the kernel resolves `link/..` at the link's target (/etc/..: /), not lexically (the workspace)
+    (ws / "link").symlink_to("/etc")
+    (ws / "src" / "deep").symlink_to("/usr/share")
+    for command in ("cat link/../etc/passwd", "ls link/..", "grep -r x ./link/../etc", "cd src && cat deep/../../etc/passwd",
+                    "cat < link/../etc/passwd", "wc -l src/deep/../x"):
+        v = validate_in_workspace(command, str(ws))
+        assert v.verdict != "allow" and "outside the workspace" in v.reason, (command, v)
+    for command in ("cp README.md link/../x", "sort -o link/../x README.md"):
+        assert validate_in_workspace(command, str(ws)).verdict == "reject", command
+    assert validate_in_workspace("cat src/../README.md", str(ws)).verdict == "allow"  # no link on the way
+
+
 def test_a_symlink_to_an_endless_device_rejects(ws: Path) -> None:
     (ws / "z").symlink_to("/dev/zero")
     v = validate_in_workspace("head -c 10 z", str(ws))
