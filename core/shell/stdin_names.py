@@ -1,19 +1,19 @@
 """Programs that open files whose names they read (from stdin or a list file),
 and the pipeline parts whose output names only workspace files. Pure.
 
-``xargs cat``, ``sort --files0-from=-`` and ``file -f -`` open the files named
-on stdin: the words of a command line were judged, those names were not. They
-name workspace files when stdin is the output of a lister - ``find`` (its
-paths start with its judged roots), ``git ls-files``, ``grep -l`` - seen
-through filters that only pass whole lines on (``head``, ``sort``,
-``grep -v PATTERN``); ``echo /etc/passwd``, ``cat list.txt``, ``< list.txt``
-or ``grep -o`` (a part of a line: ``./a/etc/passwd`` -> ``/etc/passwd``) may
-name anything.
+``xargs cat``, ``sort --files0-from=-``, ``file -f -`` and ``sha256sum -c``
+open the files named on stdin (or in a list file): the words of a command
+line were judged, those names were not. They name workspace files when stdin
+is the output of a lister - ``find`` (its paths start with its judged roots),
+``git ls-files``, ``grep -l`` - seen through filters that only pass whole
+lines on (``head``, ``sort``, ``grep -v PATTERN``); ``echo /etc/passwd``,
+``cat list.txt``, ``< list.txt`` or ``grep -o`` (a part of a line:
+``./a/etc/passwd`` -> ``/etc/passwd``) may name anything.
 """
 
 from __future__ import annotations
 
-from core.shell.options import long_hit, short_hit
+from core.shell.options import long_hit, scan, short_hit
 from core.shell.paths import path_words
 from core.shell.programs import OPTION_SPECS, family
 from core.shell.verdict import J, ask
@@ -21,6 +21,7 @@ from core.shell.verdict import J, ask
 # Options whose value is a file (`-`: stdin) that holds the names of the files to open.
 _NAMES_FROM_LONG = {"sort": ("files0-from",), "wc": ("files0-from",), "du": ("files0-from",), "file": ("files-from",)}
 _NAMES_FROM_SHORT = {"file": ("f", "mefFP")}  # letter, and the value-taking letters before which it is a value
+_CHECKSUMS = frozenset("md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum".split())
 # What xargs may run without opening the words it is given as files.
 _PRINTERS = frozenset("echo printf basename dirname true false".split())
 _GREPS = frozenset("grep egrep fgrep".split())
@@ -66,6 +67,9 @@ def names_from(argv: tuple[str, ...] | list[str]) -> str | None:
         start, from_file = xargs_command(args)
         inner = args[start:]
         return None if not inner or _fam(inner) in _PRINTERS else (from_file or "-")
+    if fam in _CHECKSUMS and any(short_hit(a, "c") or long_hit(a, ("check",)) for a in args):
+        lists = [p for p in scan(args, OPTION_SPECS[fam])[1] if p != "-"]  # checksum lists, each naming files
+        return lists[0] if lists else "-"
     longs = _NAMES_FROM_LONG.get(fam, ())
     letter, stop = _NAMES_FROM_SHORT.get(fam, ("", ""))
     for k, a in enumerate(args):

@@ -163,4 +163,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("sort --files0-from=list0.txt", "ask", "names of the files"),
     ("wc --files0-from list0.txt", "ask", "names of the files"),
     ("file -f names.txt", "ask", "names of the files"),
+    ("sha256sum -c sums.txt", "ask", "names of the files"),  # a checksum list names the files it reads
+    ("echo 'x  /etc/shadow' | md5sum --check", "ask", "file names"),
+    ("sha256sum src/a.py", "allow", None),
 ]
