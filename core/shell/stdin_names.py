@@ -70,6 +70,9 @@ def names_from(argv: tuple[str, ...] | list[str]) -> str | None:
     if fam in _CHECKSUMS and any(short_hit(a, "c") or long_hit(a, ("check",)) for a in args):
         lists = [p for p in scan(args, OPTION_SPECS[fam])[1] if p != "-"]  # checksum lists, each naming files
         return lists[0] if lists else "-"
+    if fam == "find" and "-files0-from" in args:  # its starting points
+        k = args.index("-files0-from")
+        return args[k + 1] if k + 1 < len(args) else ""
     longs = _NAMES_FROM_LONG.get(fam, ())
     letter, stop = _NAMES_FROM_SHORT.get(fam, ("", ""))
     for k, a in enumerate(args):
@@ -106,7 +109,7 @@ def _lists_matches(args: list[str], letters: str, stop: str) -> bool:
 
 def _lister(fam: str, args: list[str]) -> bool:
     if fam == "find":
-        if any(a in _FIND_PRINTS for a in args):
+        if names_from(("find", *args)) is not None or any(a in _FIND_PRINTS for a in args):
             return False
         execs = [k for k, a in enumerate(args) if a in ("-exec", "-execdir")]
         for k in execs:  # find prints nothing of its own then: the command's output is what is read

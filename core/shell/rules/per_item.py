@@ -166,4 +166,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("sha256sum -c sums.txt", "ask", "names of the files"),  # a checksum list names the files it reads
     ("echo 'x  /etc/shadow' | md5sum --check", "ask", "file names"),
     ("sha256sum src/a.py", "allow", None),
+    ("find -files0-from list0 -exec cat {} +", "ask", "names of the files"),  # its starting points
+    ("printf '/etc\\0' | find -files0-from - -exec cat {} +", "ask", "file names"),
+    ("find . -name '*.py' -files0-from - | xargs cat", "ask", "file names"),
 ]

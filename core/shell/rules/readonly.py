@@ -208,11 +208,15 @@ def _h_readonly(name: str, args: list[str]) -> J:
         for a in args:
             if a.startswith("@") and len(a) > 1:
                 return ask(f"`{name} {a}` reads more arguments from the file `{a[1:]}`, which were not inspected")
+    return _names_from_file(name, args) or generic_allow(name, args, READONLY_OPTS[fam], _READONLY_WHAT)
+
+
+def _names_from_file(name: str, args: list[str]) -> J | None:
     source = names_from([name, *args])
-    if source not in (None, "-"):  # `-`: stdin, judged with the pipeline (core.shell.compound)
-        return ask(f"`{name}` reads the names of the files to open from `{source}`, which may name files "
-                   "outside the workspace")
-    return generic_allow(name, args, READONLY_OPTS[fam], _READONLY_WHAT)
+    if source in (None, "-"):  # `-`: stdin, judged with the pipeline (core.shell.compound)
+        return None
+    return ask(f"`{name}` reads the names of the files to open from `{source}`, which may name files "
+               "outside the workspace")
 
 
 def _h_echo(name: str, args: list[str]) -> J:
@@ -316,6 +320,9 @@ _FIND_NEWERXY = re.compile(r"-newer[aBcmt][aBcmt]")
 
 
 def _h_find(name: str, args: list[str]) -> J:
+    listed = _names_from_file(name, args)
+    if listed is not None:
+        return listed
     inner = find_exec(args)
     if inner is not None and inner.verdict == "reject":
         return inner
