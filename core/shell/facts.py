@@ -19,11 +19,15 @@ from core.paths import within
 TOOLCHAIN_PROGRAMS: dict[str, frozenset[str]] = {
     "rust": frozenset("cargo rustc rustup rustfmt rustdoc clippy-driver cargo-clippy rust-analyzer".split()),
     "go": frozenset("go gofmt".split()),
-    "python": frozenset("python python3 pip pip3 pypy pypy3 pyenv".split()),
-    "node": frozenset("node nodejs npm npx pnpm yarn corepack".split()),
+    # with the tools installed into the runtime, which its version manager shims too
+    "python": frozenset("python python3 pip pip3 pypy pypy3 pyenv black ruff mypy isort flake8 pylint hatch pdm "
+                        "pipenv poetry pipx rye uv".split()),
+    "node": frozenset("node nodejs npm npx pnpm yarn corepack eslint prettier tsc pyright".split()),
     "npm": frozenset("npm npx pnpm yarn".split()),
     "yarn": frozenset(["yarn"]),
     "ruby": frozenset("ruby gem bundle irb rake".split()),
+    # runtimes only asdf / mise pick (ALL_TOOLCHAINS): no file of their own here
+    "asdf": frozenset("java javac lua luajit perl php cmake meson ninja deno bun conda".split()),
 }
 ALL_TOOLCHAINS = "*"  # asdf / mise: any shimmed program
 

@@ -38,6 +38,12 @@ def ws(tmp_path: Path) -> Path:
         (".python-version", "pip list --format=freeze"),
         (".tool-versions", "node --check src/app.js"),
         (".nvmrc", "node -c src/app.js"),
+        # tools a version manager shims too (pyenv, asdf, mise): the repository picks which one runs
+        (".python-version", "ruff --version"),
+        (".tool-versions", "black --version"),
+        (".mise.toml", "java --version"),
+        (".tool-versions", "eslint --version"),
+        (".node-version", "tsc --version"),
     ],
 )
 def test_a_repository_configured_toolchain_makes_version_queries_ask(ws: Path, file: str, command: str) -> None:
