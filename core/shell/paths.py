@@ -64,7 +64,11 @@ def in_git_folder(key: str, facts: WorkspaceFacts | None = None) -> bool:
 
 
 def _glob_base(word: str) -> str:
-    """The literal folder a glob word lists (``src/*.py`` -> ``src``, ``/e*`` -> ``/``)."""
+    """The literal folder a glob word lists (``src/*.py`` -> ``src``, ``/e*`` -> ``/``).
+    A pattern with a ``..`` component is not expanded (activities.bash.executor):
+    the program gets it as written, so it is that path (a folder named ``*``)."""
+    if ".." in word.split("/"):
+        return word
     cut = min((word.index(c) for c in "*?[" if c in word), default=len(word))
     head = word[:cut]
     return (head.rsplit("/", 1)[0] or "/") if "/" in head else "."

@@ -284,6 +284,9 @@ CASES: list[tuple[str, str, str | None]] = [
     # a glob in the root folder lists the root folder, not the workspace
     ("cat /e??/passwd", "ask", "outside the workspace"),
     ("ls -d /*", "ask", "outside the workspace"),
+    # a pattern with `..` is passed on as written (the executor does not expand it): judged as that path
+    ("cat ./*/../../etc/passwd", "ask", "outside the workspace"),
+    ("cat src/*/../../../x", "ask", "outside the workspace"),
     ("find . -name '/etc'", "allow", None),
     ("echo /etc/passwd", "allow", None),
     ("ls /dev/null", "allow", None),
