@@ -7,7 +7,7 @@ in parallel), ``ask`` (may change things: a human approves it first), or
 
 The package, one concern per module:
 
-* ``tokens`` / ``lexer`` / ``quoting`` - the accepted subset of shell syntax
+* ``tokens`` / ``lexer`` - the accepted subset of shell syntax
   (words, ``&& || ; |`` and newlines, redirections, quoted here-documents,
   the ``"$(cat <<'EOF' ...)"`` idiom, globs), derived by our own tokenizer;
 * ``parser_check`` - bashlex must parse the same structure (any
@@ -16,6 +16,9 @@ The package, one concern per module:
   here-documents: ``Verdict.plan`` (core.shell.command_plan) with per-part verdicts;
 * ``programs`` - which rule judges a command (basenames, versioned names,
   program paths), then its paths (``paths``) and toolchain (``facts``);
+* ``stdin_names`` - programs that open files named on their input (``xargs
+  cat``, ``--files0-from=-``) and the pipeline parts that print only
+  workspace file names;
 * ``options`` - the option model (short clusters, attached values, long
   options and their abbreviations, git's parse-options with negations);
 * ``sed_grammar`` / ``awk_grammar`` - the small sed and awk languages proven

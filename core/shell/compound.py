@@ -249,9 +249,9 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
         program, j, paths = "export", _export(words[1:]), []
     else:
         program, j, paths = judge(argv, cwd, facts, globs)  # type: ignore[arg-type]
-        if j.verdict == "allow" and names_from(argv) == "-" and (
+        if j.verdict == "allow" and (
             stdin_text is not None or any(r.fd == 0 and r.target != "/dev/null" for r in out)
-        ):
+        ) and names_from(argv) == "-":
             j = names_unjudged(j, "its input (a file or a here-document)")
     if env and j.verdict == "allow":
         tuned = [a.name for a in env if not harmless_name(a.name)]

@@ -10,10 +10,9 @@ from __future__ import annotations
 from core.shell.compound import judge_tokens, split_tokens
 from core.shell.environment import KNOWN_ENV
 from core.shell.facts import WorkspaceFacts
-from core.shell.lexer import FAST_COMMAND, FAST_WORD
+from core.shell.lexer import FAST_COMMAND, FAST_WORD, unquote
 from core.shell.opaque import judge_opaque
-from core.shell.parser_check import bashlex_check, bashlex_check_plain
-from core.shell.quoting import bashlex_trap, unquote
+from core.shell.parser_check import bashlex_check, bashlex_check_plain, bashlex_trap
 from core.shell.tokens import Redir, Token, Word, tokenize, word_new
 from core.shell.verdict import H_PLAIN, J, Verdict
 

@@ -139,3 +139,13 @@ def dollar_reject(s: str, i: int, quoted: bool) -> J:
         "variables are not expanded (there is no shell, and the environment is scrubbed): write "
         "the literal value, or use single quotes for a literal '$'",
     )
+
+
+# Quote removal (a word's value as the program receives it).
+_QUOTE_PART = re.compile(r"'([^']*)'|\"([^\"]*)\"|([^'\"]+)")
+
+
+def unquote(raw: str) -> str:
+    if "'" not in raw and '"' not in raw:
+        return raw
+    return "".join(a or b or c for a, b, c in _QUOTE_PART.findall(raw))

@@ -6,10 +6,12 @@ tokens.py) and both structures are flattened to the same shape: commands,
 their word and redirection spans, and the ``&& || | ;`` operators between
 them (newlines count as ``;``). Any difference, any bashlex exception, any
 other node kind (compound commands, functions, assignments, expansions inside
-a word) rejects.
+a word) rejects. ``bashlex_trap`` keeps from bashlex the quoting it misreads.
 """
 
 from __future__ import annotations
+
+import re
 
 import bashlex
 
@@ -127,4 +129,27 @@ def bashlex_check_plain(skeleton: str, words: list[Word]) -> J | None:
     for node, word in zip(trees[0].parts, words):
         if node.kind not in ("word", "assignment") or getattr(node, "parts", None) or tuple(node.pos) != (word.start, word.end):
             return rej("the parser and the validator disagree about the words of this command", H_PLAIN)
+    return None
+
+
+_BASHLEX_TRAP = re.compile(r"[$`]|[<>]\(")
+
+
+def bashlex_trap(s: str, spans: list[tuple[int, int]]) -> J | None:
+    """bashlex (0.18) mishandles a single-quoted part of a word unless the word
+    both starts and ends with a single quote: ``string.find("'", i)`` finds the
+    opening quote itself, so the quoted text is expanded as if unquoted. With
+    ``$`` that yields phantom expansions, and ``'${'+`` makes it loop forever.
+    Such words never reach bashlex: a pure function cannot time it out."""
+    for a, b in spans:
+        if s[a] == "'" and s[b - 1] == "'" and b - a > 1:
+            continue  # bashlex takes a word that starts and ends with ' as literal
+        word = s[a:b]
+        if _BASHLEX_TRAP.search(word):
+            return rej(
+                f"'$', '`' or '<(' inside quotes that do not span the whole word {word!r} "
+                "cannot be checked safely",
+                "quote the whole word from its first character to its last, e.g. '--opt=$x' "
+                "instead of --opt='$x'",
+            )
     return None

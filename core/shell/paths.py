@@ -17,6 +17,7 @@ supplied facts, after resolving symlinks with realpath:
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from typing import Literal
 
@@ -146,8 +147,9 @@ def _option_values(arg: str, spec: Opts) -> tuple[list[str], NextWord]:
     return list(attached_paths(arg)), None
 
 
+@functools.lru_cache(maxsize=256)
 def _long_names(spec: Opts) -> tuple[str, ...]:
-    return tuple(sorted(spec.long | spec.long_arg))
+    return tuple(sorted(spec.long | spec.long_arg))  # once per program: asked for every long option
 
 
 def written_paths(fam: str, args: list[str], paths: list[str]) -> list[str]:

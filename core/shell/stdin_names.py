@@ -30,6 +30,8 @@ _GREPS = frozenset("grep egrep fgrep".split())
 _WHOLE_LINES = frozenset("head tail sort uniq".split()) | _GREPS
 _CUTS = {"head": ("c", "n", ("bytes",)), "tail": ("c", "ns", ("bytes",)), "grep": ("o", "ABCDdefm", ("only-matching",))}
 _FIND_PRINTS = frozenset("-printf -fprintf -fprint -fprint0 -ls -fls".split())
+# Every family names_from may answer for.
+_READS_NAMES = frozenset({"xargs", "find", *_CHECKSUMS, *_NAMES_FROM_LONG, *_NAMES_FROM_SHORT})
 
 
 def _fam(argv: tuple[str, ...] | list[str]) -> str:
@@ -62,7 +64,13 @@ def xargs_command(args: list[str]) -> tuple[int, str | None]:
 def names_from(argv: tuple[str, ...] | list[str]) -> str | None:
     """The file the program reads the names of the files it opens from (``-``:
     stdin), or None when it opens only the files its arguments name."""
-    fam, args = _fam(argv), list(argv[1:])
+    return family_names_from(_fam(argv), list(argv[1:]))
+
+
+def family_names_from(fam: str, args: list[str]) -> str | None:
+    """``names_from`` for a program of family ``fam`` given ``args``."""
+    if fam not in _READS_NAMES:
+        return None  # most commands: asked of every part, so answered at once
     if fam == "xargs":
         start, from_file = xargs_command(args)
         inner = args[start:]

@@ -23,8 +23,7 @@ from functools import partial
 from typing import NamedTuple
 
 from core.shell.facts import SANDBOX_HOME
-from core.shell.lexer import FAST_WORD, char_reject, dollar_reject, operator_reject
-from core.shell.quoting import unquote
+from core.shell.lexer import FAST_WORD, char_reject, dollar_reject, operator_reject, unquote
 from core.shell.verdict import H_GLOB, H_PLAIN, J, rej
 
 

@@ -7,7 +7,7 @@ import re
 from core.shell.options import Opts, generic_allow, long_hit, opts, scan, short_hit
 from core.shell.rules.per_item import find_exec
 from core.shell.programs import Handler, family
-from core.shell.stdin_names import names_from
+from core.shell.stdin_names import family_names_from
 from core.shell.verdict import RANK, ask_writes, H_DELETE, H_SYSTEM, J, allow, ask, rej
 
 
@@ -208,11 +208,11 @@ def _h_readonly(name: str, args: list[str]) -> J:
         for a in args:
             if a.startswith("@") and len(a) > 1:
                 return ask(f"`{name} {a}` reads more arguments from the file `{a[1:]}`, which were not inspected")
-    return _names_from_file(name, args) or generic_allow(name, args, READONLY_OPTS[fam], _READONLY_WHAT)
+    return _names_from_file(name, args, fam) or generic_allow(name, args, READONLY_OPTS[fam], _READONLY_WHAT)
 
 
-def _names_from_file(name: str, args: list[str]) -> J | None:
-    source = names_from([name, *args])
+def _names_from_file(name: str, args: list[str], fam: str | None = None) -> J | None:
+    source = family_names_from(fam or family(name.lower()), args)
     if source in (None, "-"):  # `-`: stdin, judged with the pipeline (core.shell.compound)
         return None
     return ask(f"`{name}` reads the names of the files to open from `{source}`, which may name files "
