@@ -64,6 +64,8 @@ _SECRET_NAMES = ("credentials", "credentials.toml", ".credentials.json", ".netrc
 # A program's folder that only works with a companion folder beside it
 # (cargo's proxies need the rustup toolchains).
 _COMPANIONS = {".cargo": (".rustup",)}
+# Writable kernel controls under /proc, shown read-only.
+_PROC_COVERED = ("/proc/sys", "/proc/sysrq-trigger")
 DEFAULT_TMP_BYTES = ToolSettings.bash_tmp_bytes  # size of the sandbox's /tmp
 DEFAULT_SHM_BYTES = ToolSettings.bash_shm_bytes  # size of its /dev/shm
 
@@ -154,7 +156,9 @@ def _hide_args(paths: Sequence[str]) -> list[str]:
     args: list[str] = []
     for path in paths:
         if os.path.isdir(path):
-            args += ["--tmpfs", path]
+            # Empty, tiny and read-only: a writable tmpfs there would be
+            # scratch space outside every bound (half the RAM by default).
+            args += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
         else:
             args += ["--ro-bind", "/dev/null", path]
     return args
@@ -221,6 +225,12 @@ def sandbox_argv(
         *(["--size", str(shm_bytes)] if shm_bytes else []), "--tmpfs", "/dev/shm",
         "--remount-ro", "/dev",  # /dev is a tmpfs too: no files there (device nodes still work)
         "--proc", "/proc",
+        # The command is uid 0 without capabilities, and /proc/sys checks only
+        # the owner's bits: a fresh /proc leaves host-wide settings writable
+        # (kernel.core_pattern names a program the host runs as root on a
+        # crash). The host's own, read-only: each entry still answers for the
+        # reader's namespaces.
+        *(arg for entry in _PROC_COVERED for arg in ("--ro-bind-try", entry, entry)),
         "--dir", "/run",  # empty: no host socket
         *(("--bind", tmp_source, "/tmp") if tmp_source else
           (*(["--size", str(tmp_bytes)] if tmp_bytes else []), "--tmpfs", "/tmp")),

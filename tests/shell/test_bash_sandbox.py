@@ -163,6 +163,21 @@ def test_sandbox_argv_binds_any_folder_as_the_workspace(tmp_path: Path) -> None:
     assert argv[argv.index("/merged") - 1] == "--bind"
 
 
+async def test_kernel_settings_and_hidden_folders_are_read_only(workspace: Path, boxed: None) -> None:
+    """The command runs as uid 0 without capabilities, and /proc/sys checks
+    only the owner's bits: a fresh /proc left kernel.core_pattern (a program
+    the host kernel runs as root on a crash) writable. /proc/sys/kernel/hostname
+    is the UTS namespace's own, so trying it harms nothing; the folders that
+    hide secrets (an empty tmpfs each) must not become unbounded scratch."""
+    probe = ("for f in /proc/sys/kernel/core_pattern /proc/sys/vm/drop_caches /proc/sysrq-trigger; do "
+             "[ -w $f ] && echo WRITABLE $f; done; "
+             "echo sandbox > /proc/sys/kernel/hostname && echo WROTE hostname; "
+             "for d in /etc/ssh /etc/ssl/private; do [ -d $d ] && touch $d/x && echo WROTE $d; done; echo done")
+    out = await execute(["sh", "-c", probe], workspace, 20)
+    assert out.sandbox == "bwrap" and out.output.endswith("done"), out.output
+    assert "WRITABLE" not in out.output and "WROTE" not in out.output, out.output
+
+
 # --- bounded /tmp, /dev/shm, memory ------------------------------------------------------
 
 
