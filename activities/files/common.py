@@ -278,10 +278,38 @@ def refuse_git_through_link(ws: WorkspaceRoot, path: str, tool: str) -> None:
         except (OSError, WorkspaceError):
             continue  # not there yet (or not resolvable: the write itself will say why)
         if inside_git_folder(real):
-            target = real if k == len(parts) else "/".join([real, *parts[k:]])
-            raise Refusal(
-                f"{tool}: {shown(path)} leads into a .git folder through a symbolic link (it is {shown(target)}); "
-                f"files there run programs (hooks, config). Name the .git path itself ({shown(target)}), "
-                "which asks for approval in every mode"
-            )
+            raise _git_through_link(tool, path, real if k == len(parts) else "/".join([real, *parts[k:]]))
         return
+
+
+def refuse_git_located(ws: WorkspaceRoot, loc: Location, path: str, tool: str) -> None:
+    """The same rule on the folder a write really holds: a link swapped in
+    after refuse_git_through_link looked (a command running meanwhile) is
+    judged by where the descriptor resolution landed, and by where that
+    folder is now (moved since)."""
+    if inside_git_folder(path):
+        return
+    for real in (loc.rel, _held_now(ws, loc)):
+        if real is not None and inside_git_folder(real):
+            raise _git_through_link(tool, path, real)
+
+
+def _held_now(ws: WorkspaceRoot, loc: Location) -> str | None:
+    """Where the folder ``loc`` holds is now, relative to the root, with the
+    final name (None when /proc cannot say, or it left the root)."""
+    try:
+        now = os.readlink(f"/proc/self/fd/{loc.dir_fd}")
+    except OSError:
+        return None
+    root = str(ws.path)
+    if now == root:
+        return loc.name
+    return f"{now[len(root) + 1:]}/{loc.name}" if now.startswith(root + "/") else None
+
+
+def _git_through_link(tool: str, path: str, target: str) -> Refusal:
+    return Refusal(
+        f"{tool}: {shown(path)} leads into a .git folder through a symbolic link (it is {shown(target)}); "
+        f"files there run programs (hooks, config). Name the .git path itself ({shown(target)}), "
+        "which asks for approval in every mode"
+    )

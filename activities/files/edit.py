@@ -14,6 +14,7 @@ from activities.base import bound_output
 from activities.files.common import (
     SNIFF_BYTES,
     Refusal,
+    refuse_git_located,
     refuse_git_through_link,
     binary_reason,
     display_line,
@@ -295,6 +296,7 @@ def edit_file(request: ToolRequest, args: EditFileArgs) -> ToolResult:
                           "with write_file", kind="missing") from None
         with loc:
             refuse_artifacts(loc.rel)  # reached through a symlink
+            refuse_git_located(ws, loc, args.path, "edit_file")  # a link swapped in since the check above
             return _edit_located(request, args, ws, loc, st, old, new)
 
 

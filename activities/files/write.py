@@ -26,6 +26,7 @@ from activities.files.common import (
     guarded,
     refuse_artifacts,
     lookup,
+    refuse_git_located,
     refuse_git_through_link,
     read_bytes,
     refuse_non_regular,
@@ -69,6 +70,7 @@ def write_file(request: ToolRequest, args: WriteFileArgs) -> ToolResult:
         loc, st = lookup(ws, args.path, create_parents=True)
         with loc:
             refuse_artifacts(loc.rel)  # reached through a symlink
+            refuse_git_located(ws, loc, args.path, "write_file")  # a link swapped in since the check above
             result = _write_located(request, ws, loc, st, data)
     folders_made(request, made)
     return result

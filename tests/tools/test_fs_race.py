@@ -234,3 +234,28 @@ async def test_through_the_dev_server_under_the_same_attack(client: Client, aren
     for r in results:  # each call either worked inside or was refused with a reason
         assert r.status == ToolStatus.OK or "outside the workspace" in r.output or "symlink" in r.output, r.output
     shutil.rmtree(ws / "d", ignore_errors=True)
+
+
+def test_swapping_a_folder_for_a_link_into_git_never_writes_there(tmp_path: Path) -> None:
+    """The .git check names the path before the write resolves it again: with
+    'd' swapped for a link to .git/hooks in between, a write to d/NAME landed
+    in .git/hooks, where a host git runs it. The write must judge the folder it
+    really holds."""
+    ws = tmp_path / "ws"
+    (ws / "d").mkdir(parents=True)
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / "dlink").symlink_to(".git/hooks")
+    proc = _start_attacker(ws, MAX_SECONDS + 10)
+    tried = 0
+    started = time.monotonic()
+    try:
+        while tried < CALLS and time.monotonic() - started < MAX_SECONDS:
+            tried += 1
+            args = WriteFileArgs(path=f"d/hook-{tried}", content="#!/bin/sh\n")
+            write_file(_request(ws, "write_file", None, f"w{tried}", **args.model_dump()), args)
+    finally:
+        swaps = _stop_attacker(ws, proc)
+    planted = sorted(p.name for p in (ws / ".git" / "hooks").iterdir())
+    print(f"\nrace into .git: {tried} calls, swaps={swaps}, planted={len(planted)}")
+    assert swaps > 1000
+    assert planted == [], f"written into .git/hooks through the swapped link: {planted[:10]}"
