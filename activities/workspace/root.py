@@ -390,6 +390,7 @@ class WorkspaceRoot:
                     continue
                 fds.append(fd)
                 names.append(name)
+                creations = 0  # progress: the bound is on one folder made again and again, not on depth
             # Ended on a folder ('.', 'a/..', or a link to a folder).
             return Location(os.dup(here()), ".", "/".join(names) or ".")
         finally:

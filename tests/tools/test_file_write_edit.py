@@ -33,6 +33,16 @@ def test_write_creates_parents_and_returns_the_snapshot_a_read_would(workspace: 
     assert leftovers(workspace) == []
 
 
+def test_write_creates_a_deep_new_tree(workspace: Path) -> None:
+    """150 new nested folders (750 characters, far under PATH_MAX): the bound
+    on folder creation is for one folder a racing script keeps deleting, not
+    for the depth of a legitimate path (it failed at 101 folders, saying they
+    "keep disappearing", and left them behind)."""
+    path = "/".join(["d"] * 150) + "/f.txt"
+    ok(write(workspace, path, "deep\n"))
+    assert (workspace / path).read_text() == "deep\n"
+
+
 def test_new_file_mode_follows_the_umask(workspace: Path) -> None:
     old = os.umask(0o027)
     try:
