@@ -27,6 +27,7 @@ import time
 
 from activities.settings import current
 from activities.txn.state import state_base
+from activities.workspace.root import open_beneath
 from core.paths import within
 
 log = logging.getLogger(__name__)
@@ -73,37 +74,56 @@ def scratch_for(workspace: str) -> str | None:
     return folder
 
 
-def _files(folder: str) -> list[tuple[float, str, int]]:
+def _files(top_fd: int) -> list[tuple[float, str, str, int]]:
+    """(mtime, folder relative to the top, name, size) of every file below,
+    listed through descriptors (os.fwalk never follows a link)."""
     out = []
-    for dirpath, dirs, files in os.walk(folder, followlinks=False):
+    for dirpath, _dirs, files, dir_fd in os.fwalk(".", dir_fd=top_fd, follow_symlinks=False):
         for name in files:
-            path = os.path.join(dirpath, name)
             try:
-                st = os.lstat(path)
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             except OSError:
                 continue
-            out.append((st.st_mtime, path, st.st_size if stat.S_ISREG(st.st_mode) else 0))
+            out.append((st.st_mtime, dirpath, name, st.st_size if stat.S_ISREG(st.st_mode) else 0))
     return out
 
 
 def bound(folder: str, max_bytes: int | None = None) -> int:
     """Delete the oldest files while the folder holds more than ``max_bytes``
-    (down to half of it). Returns the bytes left."""
+    (down to half of it). Returns the bytes left.
+
+    A command may be running in this folder meanwhile (another call's), and
+    the worker deletes as root outside the sandbox: each file is unlinked in
+    its folder opened again beneath the top without following any link, so
+    a folder swapped for a link since the listing is never gone through."""
     if max_bytes is None:
         max_bytes = current().bash_scratch_bytes
-    files = sorted(_files(folder))
-    total = sum(size for _, _, size in files)
-    if total <= max_bytes:
+    try:
+        top = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        files = sorted(_files(top))
+        total = sum(size for *_, size in files)
+        if total <= max_bytes:
+            return total
+        for _, rel, name, size in files:
+            if total <= max_bytes // 2:
+                break
+            try:
+                parent = open_beneath(top, rel, os.O_PATH | os.O_DIRECTORY)
+            except OSError:
+                continue
+            try:
+                os.unlink(name, dir_fd=parent)
+                total -= size
+            except OSError:
+                pass
+            finally:
+                os.close(parent)
         return total
-    for _, path, size in files:
-        if total <= max_bytes // 2:
-            break
-        try:
-            os.unlink(path)
-            total -= size
-        except OSError:
-            pass
-    return total
+    finally:
+        os.close(top)
 
 
 def prune_scratch(max_age_s: float | None = None, now: float | None = None) -> list[str]:

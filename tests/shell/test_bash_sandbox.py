@@ -289,3 +289,55 @@ def test_saving_an_artifact_applies_the_retention_rule(tmp_path: Path, monkeypat
     os.utime(tmp_path / old, (time.time() - 7200,) * 2)
     save_artifact(tmp_path, "c4", "read", "small")
     assert not (tmp_path / old).exists()
+
+
+# --- the scratch folder: the worker deletes in a folder the command writes ------------
+
+# Swaps 'd' (a folder) with 'dlink' (a link to a host folder) while keeping an
+# old file 'victim' in whichever is the folder: the oldest file, so the first
+# the scratch bound deletes.
+_SCRATCH_ATTACKER = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+open("attacker.ready", "w").close()
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end and not os.path.exists("attacker.stop"):
+    libc.renameat2(-100, b"d", -100, b"dlink", 2)
+    for name in ("d", "dlink"):
+        if not os.path.islink(name) and not os.path.exists(name + "/victim"):
+            with open(name + "/victim", "w") as f:
+                f.write("x" * 100)
+            os.utime(name + "/victim", (1, 1))
+"""
+
+
+def test_scratch_bound_never_deletes_through_a_swapped_link(tmp_path: Path) -> None:
+    """bound() listed the scratch folder, then unlinked each file by its path:
+    a command of another call swapping a listed folder for a link to a host
+    folder in between made the worker (root, outside the sandbox) delete the
+    host file of the same name."""
+    import subprocess
+    from activities.sandbox.bwrap import bwrap_argv, bwrap_path
+    from activities.sandbox.scratch import bound
+
+    bwrap = bwrap_path()
+    assert bwrap is not None
+    scratch, outside = tmp_path / "scratch", tmp_path / "host"
+    (scratch / "d").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "victim").write_text("host file\n")
+    (scratch / "dlink").symlink_to(outside)
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else PY
+    proc = subprocess.Popen(bwrap_argv(bwrap, str(scratch), [python, "-c", _SCRATCH_ATTACKER, "20"]))
+    try:
+        deadline = time.monotonic() + 20
+        while not (scratch / "attacker.ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        while time.monotonic() - started < 3 and (outside / "victim").exists():
+            bound(str(scratch), max_bytes=1)
+    finally:
+        (scratch / "attacker.stop").touch()
+        proc.wait(timeout=30)
+    assert (outside / "victim").exists(), "the scratch bound deleted a host file through a swapped link"
+
