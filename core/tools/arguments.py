@@ -114,6 +114,8 @@ def describe_validation_error(tool: str, exc: ValidationError) -> str:
         elif kind == "extra_forbidden":
             allowed = ", ".join(TOOLS[tool].params.model_fields) if tool in TOOLS else "?"
             lines.append(f"- {field}: unknown field (allowed fields: {allowed})")
+        elif kind == "value_error":  # our own check: its message names the value and what to send
+            lines.append(f"- {field}: {err.get('ctx', {}).get('error', err.get('msg', 'invalid value'))}")
         else:
             got = err.get("input")
             got_text = json.dumps(got)[:80] if _jsonable(got) else repr(got)[:80]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.contracts import PendingCall
 from core.names import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, WRITE_FILE
@@ -33,8 +33,25 @@ class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ReadFileArgs(ToolArgs):
+class FileArgs(ToolArgs):
+    """The arguments of a tool that takes one file."""
+
     path: str = Field(description="File path, relative to the workspace root.")
+
+    @field_validator("path")
+    @classmethod
+    def _names_a_file(cls, path: str) -> str:
+        # The file system would take `f.txt/` for `f.txt` on some paths and
+        # refuse it on others: say it once, the same way, before anything runs.
+        if path.endswith("/") and path.strip("/"):
+            raise ValueError(
+                f"{shown(path)} ends with '/', which names a folder; give the file's path without the "
+                f"trailing slash ({shown(path.rstrip('/'))})"
+            )
+        return path
+
+
+class ReadFileArgs(FileArgs):
     offset: int = Field(1, ge=1, description="1-based line number to start from.")
     limit: int = Field(
         DEFAULT_READ_LIMIT,
@@ -44,13 +61,11 @@ class ReadFileArgs(ToolArgs):
     )
 
 
-class WriteFileArgs(ToolArgs):
-    path: str = Field(description="File path, relative to the workspace root.")
+class WriteFileArgs(FileArgs):
     content: str = Field(description="The complete new content of the file.")
 
 
-class EditFileArgs(ToolArgs):
-    path: str = Field(description="File path, relative to the workspace root.")
+class EditFileArgs(FileArgs):
     old_string: str = Field(
         min_length=1,
         description="Exact text to replace. Must occur exactly once unless replace_all is true; "

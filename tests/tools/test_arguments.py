@@ -61,6 +61,21 @@ def test_validation_names_each_bad_field() -> None:
     assert "- colour: unknown field (allowed fields: path, offset, limit)" in message
 
 
+@pytest.mark.parametrize(
+    ("tool", "extra"),
+    [("read_file", {}), ("write_file", {"content": "x"}), ("edit_file", {"old_string": "a", "new_string": "b"})],
+)
+def test_a_file_path_with_a_trailing_slash_is_refused_by_name(tool: str, extra: dict) -> None:
+    # the file system takes `f.txt/` for `f.txt` on some paths and refuses it
+    # on others: one clear answer before anything runs
+    message = parse_tool_arguments(tool, {"path": "src/f.txt/", **extra})
+    assert message == (
+        f"invalid arguments for {tool}:\n- path: src/f.txt/ ends with '/', which names a folder; "
+        "give the file's path without the trailing slash (src/f.txt)"
+    )
+    assert not isinstance(parse_tool_arguments(tool, {"path": "src/f.txt", **extra}), str)
+
+
 def test_missing_field_and_wrong_shape() -> None:
     assert parse_tool_arguments("edit_file", {"path": "a"}) == (
         "invalid arguments for edit_file:\n"
