@@ -30,7 +30,7 @@ from typing import Sequence
 from activities.txn import journal
 from activities.txn import overlay
 from activities.settings import current as current_settings
-from activities.txn.changeset import read_only_refusal, size_refusal, summary
+from activities.txn.changeset import read_only_refusal, summary
 from activities.txn.effects import judge
 from core.contracts import EffectGate
 from core.turn.effects import Effects
@@ -146,7 +146,11 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
         cap.discard()
         return TxnResult("discarded", "[The command did not finish: nothing it changed was applied to the workspace.]",
                          False, _meta("discarded"))
-    scan = overlay.scan(cap)
+    settings = current_settings()
+    scan = overlay.scan(cap, settings.changeset_bytes, settings.changeset_files)
+    if scan.too_large:  # before anything else: the changeset it holds is incomplete
+        cap.discard()
+        return TxnResult("too-large", f"[{scan.too_large}]", True, _meta("too-large"))
     skipped = "".join(f"\n[Not applied: {p}: {why}]" for p, why in scan.changeset.skipped)
     if not scan.changeset:
         cap.discard()
@@ -156,11 +160,6 @@ def finish(started: TxnStart, *, verdict: str, completed: bool, result: dict, pr
         cap.discard()
         return TxnResult("read-only-violation", f"[{refusal}]", True, _meta("read-only-violation"),
                          changed=scan.changeset.paths())
-    settings = current_settings()
-    too_large = size_refusal(scan.changeset, settings.changeset_bytes, settings.changeset_files)
-    if too_large is not None:
-        cap.discard()
-        return TxnResult("too-large", f"[{too_large}]", True, _meta("too-large"))
     if gate is not None and not preview:
         effects = judge(cap, scan.changeset, gate)
         if effects.pauses(gate.mode):

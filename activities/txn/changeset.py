@@ -293,15 +293,16 @@ def file_diff(path: str, old: bytes | None, new: bytes | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def size_refusal(changeset: Changeset, max_bytes: int, max_entries: int) -> str | None:
-    """The text refusing a changeset bigger than the bounds (0: no bound), or None."""
-    total = sum(c.new.size for c in changeset.changes if c.new is not None and c.new.kind == FILE)
-    entries = len(changeset.changes)
+def bounds_refusal(total: int, entries: int, max_bytes: int, max_entries: int, at_least: bool = False) -> str | None:
+    """The text refusing a changeset bigger than the bounds (0: no bound), or
+    None. ``at_least``: counted until a bound was passed (the scan stops
+    there rather than hash or list the rest)."""
+    more = "at least " if at_least else ""
     over = []
     if max_bytes and total > max_bytes:
-        over.append(f"{total:,} bytes of new content (at most {max_bytes:,})")
+        over.append(f"{more}{total:,} bytes of new content (at most {max_bytes:,})")
     if max_entries and entries > max_entries:
-        over.append(f"{entries:,} changed paths (at most {max_entries:,})")
+        over.append(f"{more}{entries:,} changed paths (at most {max_entries:,})")
     if not over:
         return None
     return (

@@ -41,7 +41,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from activities.txn.changeset import DIR, SPECIAL_BITS, Change, Changeset, detect_renames
+from activities.txn.changeset import DIR, FILE, SPECIAL_BITS, Change, Changeset, bounds_refusal, detect_renames
 from activities.txn.store import (
     MANIFEST,
     MOUNTED,
@@ -255,24 +255,34 @@ def _probe(root: str) -> tuple[bool, str]:
 class Scan:
     changeset: Changeset
     changed_during: list[str]  # workspace paths the changeset touches that changed after the command started
+    too_large: str = ""  # the refusal when the scan stopped at a bound (the changeset is then incomplete)
 
 
-def _opaque(path: str) -> bool:
-    for name in ("trusted.overlay.opaque", "user.overlay.opaque"):
-        try:
-            if os.getxattr(path, name, follow_symlinks=False) == b"y":
-                return True
-        except OSError:
-            pass
-    return False
+class _OverBound(Exception):
+    pass
 
 
-def scan(cap: Capture) -> Scan:
-    """Turn the upper layer into a changeset (upper vs the real workspace)."""
+def _opaque(path: str, mode: str) -> bool:
+    # Only the namespace this mount keeps its own markers in: the other one is
+    # the command's data (as root, a user.overlay.opaque the command set on a
+    # folder is ignored by the overlay, whose view still showed the old entries).
+    name = "trusted.overlay.opaque" if mode == "root" else "user.overlay.opaque"
+    try:
+        return os.getxattr(path, name, follow_symlinks=False) == b"y"
+    except OSError:
+        return False
+
+
+def scan(cap: Capture, max_bytes: int = 0, max_entries: int = 0) -> Scan:
+    """Turn the upper layer into a changeset (upper vs the real workspace).
+    Past ``max_bytes`` of new content or ``max_entries`` changes (0: no
+    bound) it stops, before hashing further, and says so in ``too_large``:
+    a sparse file can claim terabytes and a command can leave millions of
+    names, and neither may hold the worker."""
     cap.drop_view()
     lower = WorkspaceReader(cap.workspace)
     started = cap.started_ns() if cap.mounted() else 0
-    changes: list[Change] = []
+    changes = _Bounded(max_bytes, max_entries)
     skipped: list[tuple[str, str]] = []
     during: list[str] = []
 
@@ -320,11 +330,16 @@ def scan(cap: Capture) -> Scan:
                         delete_lower_tree(rel, set())
                     changes.append(Change(rel, old, None))
                 continue
+            # Counted before hashing, unless it may be an unchanged copy-up
+            # (same size as the workspace file): that one is counted once known changed.
+            sized = stat.S_ISREG(st.st_mode) and (old is None or old.kind != FILE or old.size != st.st_size)
+            if sized:
+                changes.count_bytes(st.st_size)
             new = node_of(st, lambda: sha256_file(entry.path), lambda: os.readlink(entry.path))
             if new is None:
                 skipped.append((rel, "fifo, socket or device file: not applied"))
                 continue
-            opaque = new.kind == DIR and (hidden or _opaque(entry.path))
+            opaque = new.kind == DIR and (hidden or _opaque(entry.path, cap.mode))
             if old is not None and old.kind == DIR and (new.kind != DIR or opaque):
                 names = set(os.listdir(entry.path)) if new.kind == DIR else set()
                 delete_lower_tree(rel, names)
@@ -335,14 +350,39 @@ def scan(cap: Capture) -> Scan:
                 continue
             if old is not None and old.same(new):
                 continue  # copied up but unchanged (opened for writing, touched)
+            if new.kind == FILE and not sized:
+                changes.count_bytes(new.size)
             if stat.S_IMODE(st.st_mode) & SPECIAL_BITS:
                 os.chmod(entry.path, new.mode)  # our copy: setuid/setgid never reach the workspace
             changes.append(Change(rel, old, new, content=f"upper/{rel}", mtime_ns=st.st_mtime_ns))
 
     try:
         visit("", False)
+    except _OverBound:
+        return Scan(Changeset(list(changes), skipped), sorted(set(during)), changes.refusal())
     finally:
         lower.close()
     detect_renames(changes)
-    return Scan(Changeset(changes, skipped), sorted(set(during)))
+    return Scan(Changeset(list(changes), skipped), sorted(set(during)))
+
+
+class _Bounded(list):
+    """The scan's changes, raising _OverBound once past a bound."""
+
+    def __init__(self, max_bytes: int, max_entries: int) -> None:
+        super().__init__()
+        self.max_bytes, self.max_entries, self.total = max_bytes, max_entries, 0
+
+    def append(self, change: Change) -> None:
+        super().append(change)
+        if self.max_entries and len(self) > self.max_entries:
+            raise _OverBound
+
+    def count_bytes(self, size: int) -> None:
+        self.total += size
+        if self.max_bytes and self.total > self.max_bytes:
+            raise _OverBound
+
+    def refusal(self) -> str:
+        return bounds_refusal(self.total, len(self), self.max_bytes, self.max_entries, at_least=True) or ""
 
