@@ -2,7 +2,7 @@
 reads it back lives (transaction journals, pre-images, previews and their
 upper layers, applied-call records, transcripts).
 
-It is outside every workspace, so neither the file tools (which resolve
+It is outside every workspace (and no workspace may lie inside it), so neither the file tools (which resolve
 beneath the workspace root) nor a sandboxed command (bubblewrap shows only
 the system folders, program folders and the workspace; the state folder is
 hidden even if a program folder contains it) can write it.
@@ -83,6 +83,10 @@ def state_root(workspace: str) -> str:
     if _inside(base, ws):
         raise WorkspaceError(f"the state folder {base} is inside the workspace {ws}: commands and file tools could "
                              f"forge it; set {STATE_DIR_ENV} to a folder outside every workspace")
+    if _inside(ws, base):  # the same forging, the other way round: that workspace's commands write here
+        raise WorkspaceError(f"the workspace {ws} is inside the state folder {base}: its commands and file tools "
+                             f"could forge the worker's records; set {STATE_DIR_ENV} to a folder outside every "
+                             f"workspace, or use another workspace")
     folder = os.path.join(base, hashlib.sha256(ws.encode("utf-8", "surrogateescape")).hexdigest()[:32])
     with _lock:
         os.makedirs(base, 0o700, exist_ok=True)

@@ -232,6 +232,20 @@ def test_a_state_folder_inside_the_workspace_is_refused(workspace: Path, monkeyp
         state_root(str(workspace))
 
 
+def test_a_workspace_inside_the_state_folder_is_refused(workspace: Path, tmp_path: Path, monkeypatch) -> None:
+    # A workspace there would let its commands and file tools write the
+    # records the worker trusts: another workspace's journals, say.
+    from activities.txn.state import STATE_DIR_ENV, state_root
+    from activities.workspace.paths import WorkspaceError
+
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "state"))
+    others = state_root(str(workspace))  # another workspace's state folder
+    with pytest.raises(WorkspaceError, match=STATE_DIR_ENV):
+        state_root(others)
+    with pytest.raises(WorkspaceError, match=STATE_DIR_ENV):
+        state_root(str(tmp_path / "state"))
+
+
 def test_the_sandbox_hides_the_state_folder_inside_a_shown_program_folder(tmp_path: Path, monkeypatch) -> None:
     from activities.sandbox.bwrap import sandbox_argv
     from activities.txn.state import STATE_DIR_ENV
