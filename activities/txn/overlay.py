@@ -175,12 +175,51 @@ def remove_tree(path: str) -> None:
         return
     except PermissionError:
         pass  # the overlay's work/work is mode 000; as non-root we must open it up first
+    except RecursionError:  # shutil recurses per level: a command can nest deeper than that
+        _remove_deep(path)
+        return
     for dirpath, dirnames, _ in os.walk(path):  # top-down: a folder is opened up before it is entered
         for name in dirnames:
             full = os.path.join(dirpath, name)
             if not os.path.islink(full):
                 os.chmod(full, 0o700)
     shutil.rmtree(path)
+
+
+def _remove_deep(path: str) -> None:
+    """Remove a folder tree of any depth with one descriptor open at a time:
+    down into the first subfolder, back up through '..' once it is empty
+    (nothing else writes in the worker's state folder)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd, names = os.open(path, flags), []
+    try:
+        while True:
+            sub = None
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False):
+                        sub = sub or entry.name
+                    else:
+                        os.unlink(entry.name, dir_fd=fd)
+            if sub is not None:
+                try:
+                    child = os.open(sub, flags, dir_fd=fd)
+                except PermissionError:
+                    os.chmod(sub, 0o700, dir_fd=fd)
+                    child = os.open(sub, flags, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                names.append(sub)
+                continue
+            if not names:
+                break
+            parent = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(names.pop(), dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(path)
 
 
 def begin(workspace: str, turn_id: str, call_id: str) -> Capture:
@@ -262,6 +301,11 @@ class _OverBound(Exception):
     pass
 
 
+# The scan recurses per folder level; a command can nest far deeper than
+# Python's recursion (or PATH_MAX) allows, and no real change needs this.
+MAX_SCAN_DEPTH = 256
+
+
 def _opaque(path: str, mode: str) -> bool:
     # Only the namespace this mount keeps its own markers in: the other one is
     # the command's data (as root, a user.overlay.opaque the command set on a
@@ -292,6 +336,7 @@ def scan(cap: Capture, max_bytes: int = 0, max_entries: int = 0) -> Scan:
 
     def delete_lower_tree(rel: str, keep: set[str]) -> None:
         """Everything the workspace holds below ``rel`` except names in keep."""
+        changes.check_depth(rel)
         for name in lower.children(rel):
             if name in keep:
                 continue
@@ -308,6 +353,7 @@ def scan(cap: Capture, max_bytes: int = 0, max_entries: int = 0) -> Scan:
             changes.append(Change(child, old, None))
 
     def visit(rel_dir: str, hidden: bool) -> None:
+        changes.check_depth(rel_dir)
         top = os.path.join(cap.upper, rel_dir) if rel_dir else cap.upper
         with os.scandir(top) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -372,6 +418,7 @@ class _Bounded(list):
     def __init__(self, max_bytes: int, max_entries: int) -> None:
         super().__init__()
         self.max_bytes, self.max_entries, self.total = max_bytes, max_entries, 0
+        self.too_deep = False
 
     def append(self, change: Change) -> None:
         super().append(change)
@@ -383,6 +430,14 @@ class _Bounded(list):
         if self.max_bytes and self.total > self.max_bytes:
             raise _OverBound
 
+    def check_depth(self, rel: str) -> None:
+        if rel.count("/") >= MAX_SCAN_DEPTH:
+            self.too_deep = True
+            raise _OverBound
+
     def refusal(self) -> str:
+        if self.too_deep:
+            return (f"The command's changes are nested deeper than {MAX_SCAN_DEPTH} folders; nothing was applied "
+                    "to the workspace.")
         return bounds_refusal(self.total, len(self), self.max_bytes, self.max_entries, at_least=True) or ""
 

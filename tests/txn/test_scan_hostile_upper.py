@@ -4,6 +4,7 @@ instead of hashing or listing whatever the command left."""
 
 from __future__ import annotations
 
+import os
 import time
 
 from activities.txn import overlay
@@ -54,3 +55,29 @@ def test_within_the_bounds_nothing_is_refused(workspace):
     scan = overlay.scan(cap, max_bytes=10, max_entries=1)
     cap.discard()
     assert scan.too_large == "" and _actions(scan) == {"a": "create"}
+
+
+def test_folders_nested_past_the_bound_are_refused_with_a_clear_error(workspace):
+    # Deeper than the scan's recursion could follow (it raised RecursionError).
+    cap, proc = run_captured(workspace, "i=0; while [ $i -lt 1200 ]; do mkdir a && cd a; i=$((i+1)); done; "
+                                        "echo x > f")
+    assert proc.returncode == 0, proc.stderr
+    scan = overlay.scan(cap, max_bytes=0, max_entries=0)
+    cap.discard()
+    assert f"nested deeper than {overlay.MAX_SCAN_DEPTH} folders" in scan.too_large
+    assert "nothing was applied" in scan.too_large
+
+
+def test_layers_nested_past_the_recursion_limit_are_still_removed(tmp_path):
+    # A command's upper layer is removed when it is refused or discarded.
+    top = tmp_path / "upper"
+    os.makedirs(top)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(2500):  # deeper than PATH_MAX as one path, too
+        os.mkdir("a", dir_fd=fd)
+        os.close(os.open("f", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+        parent, fd = fd, os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(parent)
+    os.close(fd)
+    overlay.remove_tree(str(top))
+    assert not top.exists()
