@@ -208,6 +208,24 @@ def _tmp_name(tag: str, path: str) -> str:
     return f".txn-{tag[:40]}-{hashlib.sha1(path.encode()).hexdigest()[:12]}.tmp"
 
 
+def _free_tmp(pfd: int, tag: str, path: str) -> str:
+    """The temporary name to use in the folder at ``pfd``, cleared. Only files
+    and symlinks are ever made under it, so one of those is left by an
+    interrupted attempt; a folder there is not ours (the name is predictable,
+    and an earlier command may have made it): the next name is tried."""
+    base = _tmp_name(tag, path)
+    for i in range(64):
+        tmp = f"{base}.{i}" if i else base
+        try:
+            st = os.lstat(tmp, dir_fd=pfd)
+        except FileNotFoundError:
+            return tmp
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(tmp, dir_fd=pfd)
+            return tmp
+    raise OSError(errno.EEXIST, f"folders hold every temporary name for {path} ({base} and 63 more)")
+
+
 def _remove(pfd: int, name: str) -> None:
     try:
         os.unlink(name, dir_fd=pfd)
@@ -252,11 +270,7 @@ def _apply_one(reader: WorkspaceReader, content_dir: str, c: Change, tag: str, a
         if st is None:
             os.mkdir(name, c.new.mode | 0o700, dir_fd=pfd)  # exact mode set last
         return
-    tmp = _tmp_name(tag, c.path)
-    try:
-        os.unlink(tmp, dir_fd=pfd)  # left by an interrupted attempt
-    except FileNotFoundError:
-        pass
+    tmp = _free_tmp(pfd, tag, c.path)
     if c.new.kind == SYMLINK:
         os.symlink(c.new.target, tmp, dir_fd=pfd)
     else:

@@ -120,3 +120,20 @@ def test_rollback_never_reads_journals_from_the_workspace(workspace, tmp_path):
     (workspace / ".agent-artifacts").symlink_to(tmp_path / "forged")
     report = rollback_turn(str(workspace), TURN)
     assert report.restored == [] and "no recorded file changes" in report.text()
+
+
+def test_a_folder_planted_at_the_temporary_name_does_not_stop_a_rollback_half_way(workspace):
+    # The temporary name beside each restored file is predictable; an earlier
+    # command can leave a folder there. Every path is still restored.
+    import hashlib
+
+    (workspace / "a.txt").write_text("a\n")
+    (workspace / "b.txt").write_text("b\n")
+    bash_call(workspace, "echo A > a.txt && echo B > b.txt", "call-1")
+    planted = workspace / f".txn-rollback-{hashlib.sha1(b'b.txt').hexdigest()[:12]}.tmp"
+    planted.mkdir()
+    (planted / "x").write_text("kept\n")
+    report = rollback_turn(str(workspace), TURN)
+    assert sorted(report.restored) == ["a.txt", "b.txt"], report.text()
+    assert (workspace / "a.txt").read_text() == "a\n" and (workspace / "b.txt").read_text() == "b\n"
+    assert (planted / "x").read_text() == "kept\n"
