@@ -64,6 +64,7 @@ READ_STAGE_PATCH = "read-stage-activity"  # a stage of reads runs as one read_st
 EARLY_READ_STAGE_PATCH = "early-read-stage"  # streamed reads planned together start as one read_stage
 EFFECT_GATE_PATCH = "effect-gate"  # a captured changeset is judged before it is applied; a pause at a call
 FORWARD_CALL_DIGEST_PATCH = "session-forward-call-digest"  # a session forwards a call-level digest to its turn
+OPEN_BATCH_DECISION_PATCH = "open-batch-decision"  # an open batch refuses decisions until it closed
 SHORT_DIGEST_PATCH = "short-digest"  # a signal may name the short digest the details show
 SEARCH_ATTRIBUTES_PATCH = "turn-search-attributes"  # AgentTurnStatus / AgentWorkspace upserts
 ROLLBACK_HEARTBEAT_PATCH = "rollback-heartbeat"  # rollback_turn gets a heartbeat timeout

@@ -22,7 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, CLOSED_BATCH_QUERY, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL, EARLY_READ_STAGE_PATCH, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, SHORT_DIGEST_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, CLOSED_BATCH_QUERY, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL, EARLY_READ_STAGE_PATCH, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, OPEN_BATCH_DECISION_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
     from activities.plan import PlanRequest
     from core.contracts import (
         ApprovalDecision,
@@ -69,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.stages import ReadStage, WriteStage, write_run
     from workflows.turn_gate import TurnGate, deferred
     from workflows.versions import Versions
+    from workflows.turn_decisions import decision_problem
     from workflows.turn_fitting import fitted
     from workflows.bash_apply import applied, journal_only
     from workflows.turn_failures import (  # noqa: F401 - REFUSED_BY_CURRENT_RULES re-exported
@@ -116,6 +117,8 @@ class AgentTurnWorkflow:
         # the batch arrives by dispatch/close_batch.
         # Asked here, with the baseline, for runs recorded after it (workflows.versions).
         self._early_reads = turn.open_batch and workflow.patched(EARLY_READ_STAGE_PATCH)
+        # No decision counts before the batch closed (workflows.turn_decisions).
+        self._batch_open = turn.open_batch and workflow.patched(OPEN_BATCH_DECISION_PATCH)
         self._dispatch = TurnDispatch(
             self._invoke, self._record, _describe_infrastructure_failure,
             self._stage_reads if self._early_reads else None,
@@ -160,6 +163,7 @@ class AgentTurnWorkflow:
         if self._dispatch is not None:
             turn = self._turn = await self._dispatch.collect(turn)
             self._digest = batch_digest(turn.tool_calls)
+            self._batch_open = False
         if self._dispatch is not None and (streamed := self._dispatch.ready_plan()) is not None:
             self._adopt(streamed)  # the whole batch was planned (recorded) as it streamed
         elif self._recorded:
@@ -481,25 +485,7 @@ class AgentTurnWorkflow:
         return record
 
     def _decision_problem(self, decision: ApprovalDecision, short_ok: bool = False) -> str | None:
-        planning = self._recorded and self._plan is None
-        # While the plan is being recorded, a decision that names this batch
-        # is kept (it may have come with the very first workflow task); it
-        # takes effect if the plan asks for approval.
-        if not planning and self._status != TurnStatus.PAUSED:
-            return f"turn {self._turn.turn_id} is not waiting for approval (status {self._status.value})"
-        if self._decision is not None:
-            return f"turn {self._turn.turn_id} was already decided by {self._decision.approver}"
-        if decision.batch_digest != self._digest and not (
-            short_ok
-            and len(decision.batch_digest) >= 12
-            and self._digest.startswith(decision.batch_digest)
-            and self._versions.has(SHORT_DIGEST_PATCH)  # the short digest the details show
-        ):
-            return (
-                f"batch digest {decision.batch_digest!r} does not match the pending batch "
-                f"({self._digest}); fetch the current digest with the status query"
-            )
-        return None
+        return decision_problem(self, decision, short_ok)
 
     def _accept(self, decision: ApprovalDecision, approve: bool, via: str) -> DecisionRecord:
         self._decision = DecisionRecord(

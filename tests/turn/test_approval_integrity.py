@@ -1,0 +1,44 @@
+"""Approval integrity, against the real dev server: a decision counts only
+for exactly the batch (or call) the turn is waiting on, as shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+
+from core.contracts import ApprovalDecision, Policy, ToolCall, TurnInput, TurnResult, TurnStatus, Workspace
+from core.turn.early_dispatch import BatchClose
+from core.turn.planning import batch_digest
+from runtime.worker import build_worker
+from tests.gate.test_gate_turn import paused_or_done
+from workflows.turn import AgentTurnWorkflow
+
+
+async def test_a_decision_sent_while_the_batch_is_open_approves_nothing(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """The open batch's digest is the empty batch's, known to anyone: a
+    decision naming it must not approve the calls that arrive later."""
+    write = ToolCall(id="w0", name="write_file", arguments='{"path": "b.txt", "content": "x\\n"}')
+    turn = TurnInput(
+        turn_id=f"open-early-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
+        tool_calls=[], open_batch=True, policy=Policy(mode="ask-writes"),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await client.start_workflow(AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue)
+        early = ApprovalDecision(batch_digest=batch_digest([]), approver="nobody")
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(AgentTurnWorkflow.decide, early)
+        await handle.signal(AgentTurnWorkflow.approve, early)
+        await handle.execute_update(AgentTurnWorkflow.close_batch, BatchClose(attempt=1, calls=[write]))
+        progress = await paused_or_done(handle)
+        assert progress is not None
+        assert progress.batch_digest == batch_digest([write]) and not (workspace / "b.txt").exists()
+        await handle.execute_update(
+            AgentTurnWorkflow.decide, ApprovalDecision(batch_digest=progress.batch_digest, approver="alice")
+        )
+        result = TurnResult.model_validate(await handle.result())
+    assert result.status == TurnStatus.COMPLETED and result.decision is not None
+    assert result.decision.approver == "alice" and result.decision.batch_digest == result.batch_digest
