@@ -57,7 +57,7 @@ PINNED = {
     "PREVIEW_PATCH": "bash-preview",
     "STREAMING_DISPATCH_PATCH": "streaming-dispatch",
     "SHORT_DIGEST_PATCH": "short-digest",
-    "OPEN_BATCH_DECISION_PATCH": "open-batch-decision",
+    "DECISION_INTEGRITY_PATCH": "decision-integrity",
     "READ_STAGE_PATCH": "read-stage-activity",
     "EARLY_READ_STAGE_PATCH": "early-read-stage",
     "EFFECT_GATE_PATCH": "effect-gate",

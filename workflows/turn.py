@@ -22,7 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, CLOSED_BATCH_QUERY, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL, EARLY_READ_STAGE_PATCH, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, OPEN_BATCH_DECISION_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
+    from core.names import APPROVE_SIGNAL, BASH_RETRY_PATCH, CLOSE_BATCH_UPDATE, CLOSED_BATCH_QUERY, DECIDE_UPDATE, DEFAULT_POLICY_ACTIVITY, DISPATCH_CALLS_SIGNAL, DISPATCH_SIGNAL, EARLY_READ_STAGE_PATCH, EFFECT_GATE_PATCH, PLAN_TURN_ACTIVITY, RECORDED_PLAN_PATCH, REJECT_SIGNAL, DECISION_INTEGRITY_PATCH, STATUS_QUERY, TURN_BASELINE_PATCH, TURN_WORKFLOW
     from activities.plan import PlanRequest
     from core.contracts import (
         ApprovalDecision,
@@ -69,7 +69,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.stages import ReadStage, WriteStage, write_run
     from workflows.turn_gate import TurnGate, deferred
     from workflows.versions import Versions
-    from workflows.turn_decisions import decision_problem
+    from workflows.turn_decisions import decision_problem, holds_batch_decision, strict_decisions_wanted
     from workflows.turn_fitting import fitted
     from workflows.bash_apply import applied, journal_only
     from workflows.turn_failures import (  # noqa: F401 - REFUSED_BY_CURRENT_RULES re-exported
@@ -117,8 +117,10 @@ class AgentTurnWorkflow:
         # the batch arrives by dispatch/close_batch.
         # Asked here, with the baseline, for runs recorded after it (workflows.versions).
         self._early_reads = turn.open_batch and workflow.patched(EARLY_READ_STAGE_PATCH)
-        # No decision counts before the batch closed (workflows.turn_decisions).
-        self._batch_open = turn.open_batch and workflow.patched(OPEN_BATCH_DECISION_PATCH)
+        # A decision counts only for what the turn waits on (workflows.turn_decisions);
+        # asked only where it matters, so turns of reads and edits keep one marker.
+        self._strict_decisions = strict_decisions_wanted(turn) and workflow.patched(DECISION_INTEGRITY_PATCH)
+        self._batch_open = turn.open_batch and self._strict_decisions
         self._dispatch = TurnDispatch(
             self._invoke, self._record, _describe_infrastructure_failure,
             self._stage_reads if self._early_reads else None,
@@ -183,7 +185,8 @@ class AgentTurnWorkflow:
         ):
             self._gate = TurnGate(self, self._policy, self._digest, self._turn.workspace.task_queue,
                                   bind_digest=self._versions.baseline)
-            self._pending = deferred(self._pending, self._calls)
+            if not holds_batch_decision(self):
+                self._pending = deferred(self._pending, self._calls)
             self._status = TurnStatus.PAUSED if self._pending else TurnStatus.RUNNING
         previews = TurnPreviews(self)  # bash previews before approval
         if self._pending:

@@ -8,8 +8,13 @@ for), or the one call the effect gate paused at.
 An open batch (streaming dispatch) has no batch to decide until it closes:
 its digest until then is the empty batch's, which anyone can compute, so a
 decision naming it would approve whatever calls arrive later. Such turns
-(behind patch ``open-batch-decision``) refuse every decision until the batch
+(behind patch ``decision-integrity``) refuse every decision until the batch
 closed and the turn took the closed batch's digest.
+
+A decision that named the batch while its plan was being recorded is that
+batch's decision, as if the turn had paused for it: the effect gate then
+does not take the batch over (it would run the calls a person rejected, each
+pausing only on its changes, and record a rejection that stopped nothing).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from core.contracts import ApprovalDecision, TurnStatus
     from core.names import SHORT_DIGEST_PATCH
+    from core.tools.specs import BASH
 
 
 class DecidingTurn(Protocol):
@@ -34,6 +40,7 @@ class DecidingTurn(Protocol):
     _decision: Any  # DecisionRecord | None
     _versions: Any  # workflows.versions.Versions
     _batch_open: bool  # an open batch whose closed batch the turn has not taken yet (patched)
+    _strict_decisions: bool  # the run has patch decision-integrity
 
 
 def decision_problem(turn: DecidingTurn, decision: ApprovalDecision, short_ok: bool = False) -> str | None:
@@ -59,3 +66,14 @@ def decision_problem(turn: DecidingTurn, decision: ApprovalDecision, short_ok: b
             f"({turn._digest}); fetch the current digest with the status query"
         )
     return None
+
+
+def holds_batch_decision(turn: DecidingTurn) -> bool:
+    """A decision kept from planning decides the batch (not the effect gate)."""
+    return turn._strict_decisions and turn._decision is not None
+
+
+def strict_decisions_wanted(turn_input: Any) -> bool:
+    """Only an open batch and a batch with a bash call (the effect gate) have
+    anything these rules change."""
+    return bool(turn_input.open_batch or any(c.name == BASH for c in turn_input.tool_calls))

@@ -12,7 +12,10 @@ from core.contracts import ApprovalDecision, Policy, ToolCall, TurnInput, TurnRe
 from core.turn.early_dispatch import BatchClose
 from core.turn.planning import batch_digest
 from runtime.worker import build_worker
+from tests.durability.test_query_during_plan import slow_plan
 from tests.gate.test_gate_turn import paused_or_done
+from tests.support import call
+from tests.txn.support.helpers import needs_overlay
 from workflows.turn import AgentTurnWorkflow
 
 
@@ -42,3 +45,27 @@ async def test_a_decision_sent_while_the_batch_is_open_approves_nothing(
         result = TurnResult.model_validate(await handle.result())
     assert result.status == TurnStatus.COMPLETED and result.decision is not None
     assert result.decision.approver == "alice" and result.decision.batch_digest == result.batch_digest
+
+
+@needs_overlay
+async def test_a_reject_sent_while_the_plan_is_recorded_holds_when_the_effect_gate_takes_the_batch(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """Under ask-writes a batch of bash calls judged by their effects asks
+    for no batch decision; a reject that named the batch while it was being
+    planned must still stop it: nothing runs, the result says who rejected."""
+    (workspace / "writer.py").write_text("open('out.txt', 'w').write('written\\n')\n")
+    calls = [call(0, "bash", command="python3 writer.py")]
+    turn = TurnInput(
+        turn_id=f"early-reject-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
+        tool_calls=calls, policy=Policy(mode="ask-writes"),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace), extra_activities=[slow_plan(1.0)]):
+        handle = await client.start_workflow(AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue)
+        no = ApprovalDecision(batch_digest=batch_digest(calls), approve=False, approver="bob", reason="not now")
+        await handle.execute_update(AgentTurnWorkflow.decide, no)
+        assert await paused_or_done(handle) is None  # no pause at the call: it never ran
+        result = TurnResult.model_validate(await handle.result())
+    assert result.status == TurnStatus.REJECTED and not (workspace / "out.txt").exists()
+    assert result.decision is not None and (result.decision.approver, result.decision.approve) == ("bob", False)
+    assert [r.status.value for r in result.results] == ["denied"]
