@@ -64,6 +64,7 @@ READ_STAGE_PATCH = "read-stage-activity"  # a stage of reads runs as one read_st
 EARLY_READ_STAGE_PATCH = "early-read-stage"  # streamed reads planned together start as one read_stage
 EFFECT_GATE_PATCH = "effect-gate"  # a captured changeset is judged before it is applied; a pause at a call
 FORWARD_CALL_DIGEST_PATCH = "session-forward-call-digest"  # a session forwards a call-level digest to its turn
+SESSION_NAMED_DIGEST_PATCH = "session-named-digest"  # a session ignores a decision that names no digest
 DECISION_INTEGRITY_PATCH = "decision-integrity"  # a decision counts only for what the turn waits on
 SHORT_DIGEST_PATCH = "short-digest"  # a signal may name the short digest the details show
 SEARCH_ATTRIBUTES_PATCH = "turn-search-attributes"  # AgentTurnStatus / AgentWorkspace upserts

@@ -62,6 +62,7 @@ PINNED = {
     "EARLY_READ_STAGE_PATCH": "early-read-stage",
     "EFFECT_GATE_PATCH": "effect-gate",
     "FORWARD_CALL_DIGEST_PATCH": "session-forward-call-digest",
+    "SESSION_NAMED_DIGEST_PATCH": "session-named-digest",
     "SEARCH_ATTRIBUTES_PATCH": "turn-search-attributes",
     "ROLLBACK_HEARTBEAT_PATCH": "rollback-heartbeat",
     "TURN_BASELINE_PATCH": "turn-patches-at-start",

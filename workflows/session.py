@@ -23,7 +23,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from core.names import APPEND_TRANSCRIPT_ACTIVITY, APPROVE_SIGNAL, CALL_MODEL_ACTIVITY, CLOSE_SIGNAL, DESCRIBE_TURN_ACTIVITY, FORWARD_CALL_DIGEST_PATCH, REJECT_SIGNAL, SEND_SIGNAL, SESSION_WORKFLOW, STATUS_QUERY, TURN_WORKFLOW
+    from core.names import APPEND_TRANSCRIPT_ACTIVITY, APPROVE_SIGNAL, CALL_MODEL_ACTIVITY, CLOSE_SIGNAL, DESCRIBE_TURN_ACTIVITY, FORWARD_CALL_DIGEST_PATCH, REJECT_SIGNAL, SESSION_NAMED_DIGEST_PATCH, SEND_SIGNAL, SESSION_WORKFLOW, STATUS_QUERY, TURN_WORKFLOW
     from core.session import provider_errors as providers_errors
     from core.contracts import ApprovalDecision, ToolCall, ToolResult, TurnInput, TurnProgress, TurnResult
     from core.turn.planning import batch_digest
@@ -455,6 +455,11 @@ class AgentSessionWorkflow:
             workflow.logger.warning("ignored %s: no turn is running", "approve" if approve else "reject")
             return
         digest = batch_digest(self._current_calls)
+        if not decision.batch_digest and workflow.patched(SESSION_NAMED_DIGEST_PATCH):
+            # An empty digest names no batch: forwarded as the running one's, it
+            # approved whatever batch ran when the signal arrived.
+            workflow.logger.warning("ignored %s: it names no batch digest", "approve" if approve else "reject")
+            return
         if decision.batch_digest not in ("", digest):
             if workflow.patched(FORWARD_CALL_DIGEST_PATCH):
                 # Perhaps the digest of a pause at one call of the turn (the

@@ -11,7 +11,11 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from core.contracts import ApprovalDecision, Policy, ToolCall, TurnInput, TurnResult, TurnStatus, Workspace
 from core.turn.early_dispatch import BatchClose
 from core.turn.planning import batch_digest
+from runtime import session_api as sessions
 from runtime.worker import build_worker
+from tests.model_server import Reply, ScriptedModelServer, tool
+from tests.session.test_session_support import model_server, session_paused  # noqa: F401  (fixture)
+from workflows.session import AgentSessionWorkflow
 from tests.durability.test_query_during_plan import slow_plan
 from tests.gate.test_gate_turn import paused_or_done
 from tests.support import call
@@ -60,7 +64,7 @@ async def test_a_reject_sent_while_the_plan_is_recorded_holds_when_the_effect_ga
         turn_id=f"early-reject-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
         tool_calls=calls, policy=Policy(mode="ask-writes"),
     )
-    async with build_worker(client, task_queue=task_queue, workspace=str(workspace), extra_activities=[slow_plan(1.0)]):
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace), extra_activities=[slow_plan(3.0)]):
         handle = await client.start_workflow(AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue)
         no = ApprovalDecision(batch_digest=batch_digest(calls), approve=False, approver="bob", reason="not now")
         await handle.execute_update(AgentTurnWorkflow.decide, no)
@@ -69,3 +73,28 @@ async def test_a_reject_sent_while_the_plan_is_recorded_holds_when_the_effect_ga
     assert result.status == TurnStatus.REJECTED and not (workspace / "out.txt").exists()
     assert result.decision is not None and (result.decision.approver, result.decision.approve) == ("bob", False)
     assert [r.status.value for r in result.results] == ["denied"]
+
+
+async def test_an_empty_digest_sent_to_the_session_approves_nothing(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    """The session forwarded an empty digest as the digest of whatever batch
+    ran at that moment: a decision that named nothing approved it."""
+    model_server.add(Reply(tool_calls=[tool("write_file", path="one.txt", content="1\n")]), Reply(text="ok"))
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await sessions.start_session(
+            client, workspace=workspace, task_queue=task_queue, provider="openai", model="scripted", prompt="go",
+            policy="ask-writes",
+        )
+        view = await session_paused(client, sid)
+        session = client.get_workflow_handle(sid)
+        await session.signal(AgentSessionWorkflow.approve, ApprovalDecision(batch_digest="", approver="nobody"))
+        await session.signal(
+            AgentSessionWorkflow.reject, ApprovalDecision(batch_digest=view.current_batch_digest or "", approver="bob")
+        )
+        await sessions.wait_for_answer(client, sid, timeout=60)
+        result = TurnResult.model_validate(await client.get_workflow_handle(f"{sid}/turn-1").result())
+        await sessions.close(client, sid)
+    assert result.decision is not None and (result.decision.approver, result.decision.approve) == ("bob", False)
+    assert not (workspace / "one.txt").exists()
+
