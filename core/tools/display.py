@@ -15,12 +15,17 @@ these functions, so that:
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from core.tools.formatting import shown
 
 DIFF_MAX_LINES = 400  # per file, in a review; the note says how many there were
 CONTENT_MAX_LINES = 200
+# A reviewed command is folded at this width: a code block in the Web UI or
+# an MCP form does not wrap, so a long line's end would be out of view.
+REVIEW_WIDTH = 120
+_BLANK_RUN = re.compile(r"[^\S\n]{8,}")  # blanks (not newlines) that push what follows away
 TEXT_MAX_BYTES = 1 << 20  # beyond this a file is summarised, not diffed
 
 
@@ -70,6 +75,15 @@ def escaped_lines(text: str) -> list[str]:
     """Lines for display, each escaped (tabs kept); a final newline adds no line."""
     body = text[:-1] if text.endswith("\n") else text
     return [shown(line, keep="\t") for line in body.split("\n")] if body else []
+
+
+def in_view(text: str, width: int = REVIEW_WIDTH) -> list[str]:
+    """Escaped text as lines a reviewer sees whole: a run of blanks is said by
+    its length (padding could push the end of a command out of view, or
+    several screens down in a terminal that wraps), then the text is folded
+    at ``width``; every line after the first is a continuation."""
+    text = _BLANK_RUN.sub(lambda m: f" [{len(m.group())} spaces] ", shown(text))
+    return [text[i:i + width] for i in range(0, len(text), width)] or [""]
 
 
 def content_lines(path: str, data: bytes | str, max_lines: int = CONTENT_MAX_LINES) -> list[str]:

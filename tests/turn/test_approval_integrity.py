@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowUpdateFailedError
 
 from core.contracts import ApprovalDecision, Policy, ToolCall, TurnInput, TurnResult, TurnStatus, Workspace
+from core.tools.specs import command_verdict, describe_pending_call
 from core.turn.early_dispatch import BatchClose
 from core.turn.planning import batch_digest
 from runtime import session_api as sessions
@@ -98,3 +100,32 @@ async def test_an_empty_digest_sent_to_the_session_approves_nothing(
     assert result.decision is not None and (result.decision.approver, result.decision.approve) == ("bob", False)
     assert not (workspace / "one.txt").exists()
 
+
+HIDDEN_TAIL = "&& rm -rf src"
+
+
+async def test_the_dangerous_end_of_a_padded_command_stays_in_view(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """A command padded with blanks put its dangerous end far to the right of
+    a short harmless start: off-screen in the Web UI's code block and the
+    MCP form. Every reviewed line is short enough to be seen whole, and the
+    padding is said by its length."""
+    command = "touch a" + " " * 3000 + HIDDEN_TAIL
+    turn = TurnInput(
+        turn_id=f"padded-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
+        tool_calls=[call(0, "bash", command=command)], policy=Policy(mode="ask-writes", effect_gate=False),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await client.start_workflow(AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue)
+        progress = await paused_or_done(handle)
+        assert progress is not None
+        shown_to_cli = describe_pending_call(progress.pending[0], command_verdict)
+        details = (await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)).current_details
+        await handle.execute_update(AgentTurnWorkflow.decide, ApprovalDecision(batch_digest=progress.batch_digest,
+                                                                               approve=False))
+    for text in (shown_to_cli, details):
+        # Markdown headings of the details are prose and wrap; code blocks do not.
+        long = [line for line in text.split("\n") if len(line) > 200 and not line.startswith("### ")]
+        assert not long, long
+        assert HIDDEN_TAIL in text and "3000 spaces" in text
