@@ -25,7 +25,9 @@ CONTENT_MAX_LINES = 200
 # A reviewed command is folded at this width: a code block in the Web UI or
 # an MCP form does not wrap, so a long line's end would be out of view.
 REVIEW_WIDTH = 120
-_BLANK_RUN = re.compile(r"[^\S\n]{8,}")  # blanks (not newlines) that push what follows away
+# Blanks (not newlines) enough to push what follows out of view; indentation
+# stays as it is.
+_BLANK_RUN = re.compile(r"[^\S\n]{32,}")
 TEXT_MAX_BYTES = 1 << 20  # beyond this a file is summarised, not diffed
 
 
@@ -71,18 +73,23 @@ def _lines(text: str) -> list[str]:
     return body.split("\n") if body else []
 
 
+def seen(line: str) -> str:
+    """One line escaped (tabs kept), a long run of blanks said by its length:
+    padding could push the end of a line out of a code block's view, or
+    several screens down in a terminal that wraps."""
+    return _BLANK_RUN.sub(lambda m: f" [{len(m.group())} blanks] ", shown(line, keep="\t"))
+
+
 def escaped_lines(text: str) -> list[str]:
     """Lines for display, each escaped (tabs kept); a final newline adds no line."""
     body = text[:-1] if text.endswith("\n") else text
-    return [shown(line, keep="\t") for line in body.split("\n")] if body else []
+    return [seen(line) for line in body.split("\n")] if body else []
 
 
 def in_view(text: str, width: int = REVIEW_WIDTH) -> list[str]:
-    """Escaped text as lines a reviewer sees whole: a run of blanks is said by
-    its length (padding could push the end of a command out of view, or
-    several screens down in a terminal that wraps), then the text is folded
-    at ``width``; every line after the first is a continuation."""
-    text = _BLANK_RUN.sub(lambda m: f" [{len(m.group())} spaces] ", shown(text))
+    """Escaped text as lines a reviewer sees whole (``seen``; tabs escaped
+    too), folded at ``width``; every line after the first is a continuation."""
+    text = seen(shown(text))
     return [text[i:i + width] for i in range(0, len(text), width)] or [""]
 
 
@@ -134,7 +141,7 @@ def file_diff(
     for label, d in (("old", before), ("new", after)):
         if d.text and not d.text.endswith("\n") and raw:
             notes.append(f"No newline at end of file (the {label} content)")
-    out = [shown(line, keep="\t") for line in raw[:max_lines]]
+    out = [seen(line) for line in raw[:max_lines]]
     if not raw:
         out.append(f"{name}: no change")
     if len(raw) > max_lines:

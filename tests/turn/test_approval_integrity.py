@@ -3,6 +3,7 @@ for exactly the batch (or call) the turn is waiting on, as shown."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tests.durability.test_query_during_plan import slow_plan
 from tests.gate.test_gate_turn import paused_or_done
 from tests.support import call
 from tests.txn.support.helpers import needs_overlay
+from tests.turn.test_approval import make_turn, risky_batch, start, wait_paused, write_app
 from workflows.turn import AgentTurnWorkflow
 
 
@@ -102,6 +104,8 @@ async def test_an_empty_digest_sent_to_the_session_approves_nothing(
 
 
 HIDDEN_TAIL = "&& rm -rf src"
+EVIL = "; __import__('os').system('rm -rf ~')"
+PAD = " " * 3000
 
 
 async def test_the_dangerous_end_of_a_padded_command_stays_in_view(
@@ -111,16 +115,17 @@ async def test_the_dangerous_end_of_a_padded_command_stays_in_view(
     a short harmless start: off-screen in the Web UI's code block and the
     MCP form. Every reviewed line is short enough to be seen whole, and the
     padding is said by its length."""
-    command = "touch a" + " " * 3000 + HIDDEN_TAIL
+    command = "touch a" + PAD + HIDDEN_TAIL
     turn = TurnInput(
         turn_id=f"padded-{task_queue}", workspace=Workspace(root=str(workspace), task_queue=task_queue),
-        tool_calls=[call(0, "bash", command=command)], policy=Policy(mode="ask-writes", effect_gate=False),
+        tool_calls=[call(0, "bash", command=command), call(1, "write_file", path="run.py", content=f"x = 1{PAD}{EVIL}\n")],
+        policy=Policy(mode="ask-writes", effect_gate=False),
     )
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
         handle = await client.start_workflow(AgentTurnWorkflow.run, turn, id=turn.turn_id, task_queue=task_queue)
         progress = await paused_or_done(handle)
         assert progress is not None
-        shown_to_cli = describe_pending_call(progress.pending[0], command_verdict)
+        shown_to_cli = "\n".join(describe_pending_call(p, command_verdict) for p in progress.pending)
         details = (await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)).current_details
         await handle.execute_update(AgentTurnWorkflow.decide, ApprovalDecision(batch_digest=progress.batch_digest,
                                                                                approve=False))
@@ -128,4 +133,24 @@ async def test_the_dangerous_end_of_a_padded_command_stays_in_view(
         # Markdown headings of the details are prose and wrap; code blocks do not.
         long = [line for line in text.split("\n") if len(line) > 200 and not line.startswith("### ")]
         assert not long, long
-        assert HIDDEN_TAIL in text and "3000 spaces" in text
+        assert HIDDEN_TAIL in text and EVIL in text and text.count("[3000 blanks]") == 2
+
+
+async def test_a_decision_the_turn_accepted_is_not_overwritten_by_the_timeout_beside_it(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """The approval timer fired and a decision arrived while no worker ran:
+    the next activation holds both. The decision the turn accepts is the one
+    it records and acts on, never replaced by the timeout beside it."""
+    write_app(workspace)
+    turn = make_turn(workspace, task_queue, risky_batch(), approval_timeout_seconds=2)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await start(client, turn)
+        progress = await wait_paused(handle)
+    await asyncio.sleep(3)  # the timer fires with no worker to see it
+    await handle.signal(AgentTurnWorkflow.approve, ApprovalDecision(batch_digest=progress.batch_digest, approver="ann"))
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        result = TurnResult.model_validate(await handle.result())
+    decision = result.decision
+    assert decision is not None and (decision.approver, decision.approve) == ("ann", True), decision
+    assert result.status == TurnStatus.COMPLETED
