@@ -86,6 +86,12 @@ def escaped_lines(text: str) -> list[str]:
     return [seen(line) for line in body.split("\n")] if body else []
 
 
+def folded(text: str, lead: str) -> list[str]:
+    """``in_view`` lines, the first after ``lead``, each continuation marked."""
+    first, *rest = in_view(text)
+    return [f"{lead}{first}", *(f"  ↪ {line}" for line in rest)]
+
+
 def in_view(text: str, width: int = REVIEW_WIDTH) -> list[str]:
     """Escaped text as lines a reviewer sees whole (``seen``; tabs escaped
     too), folded at ``width``; every line after the first is a continuation."""

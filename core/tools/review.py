@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from core.tools.display import content_lines, file_diff, in_view
+from core.tools.display import content_lines, file_diff, folded
 from core.tools.formatting import shown
 
 Validate = Callable[[str], Any]
@@ -42,10 +42,7 @@ def review_command(args: dict[str, Any], validate: Validate) -> list[str]:
     command = str(args.get("command", ""))
     verdict = validate(command)
     destructive = " (destructive: loses work for good)" if getattr(verdict, "destructive", False) else ""
-    first, *rest = in_view(command)
-    lines = [f"  $ {first}", *(f"  ↪ {line}" for line in rest)]
-    first, *rest = in_view(f"validator: {verdict.verdict}{destructive} — {verdict.reason}")
-    lines += [f"  {first}", *(f"  ↪ {line}" for line in rest)]
+    lines = [*folded(command, "  $ "), *folded(f"validator: {verdict.verdict}{destructive} — {verdict.reason}", "  ")]
     if args.get("timeout_seconds") is not None:
         lines.append(f"  timeout: {shown(args.get('timeout_seconds'))} s")
     return lines

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.contracts import PendingCall
 from core.names import BASH, EDIT_FILE, GLOB, GREP, READ_FILE, WRITE_FILE
-from core.tools.display import in_view
+from core.tools.display import folded
 from core.tools.formatting import shown
 from core.tools.review import review_arguments, review_command, review_edit, review_write
 
@@ -286,8 +286,7 @@ def describe_pending_call(pending: PendingCall, validate: Callable[[str], Any]) 
     edit as a diff, the write's content, the command and its verdict)."""
     spec = TOOLS.get(pending.name)
     review = spec.review if spec is not None else review_arguments
-    header, *more = in_view(f"#{pending.index + 1} {pending.name} ({pending.tool_call_id}) — asks because: {pending.reason}")
-    header = "\n".join([header, *(f"  ↪ {line}" for line in more)])
+    header = "\n".join(folded(f"#{pending.index + 1} {pending.name} ({pending.tool_call_id}) — asks because: {pending.reason}", ""))
     lines = review(pending.arguments, validate)
     if pending.review:  # the whole file's diff, read when the turn was planned
         lines = [lines[0], *("  " + shown(line, keep="\t") for line in pending.review.split("\n"))]
