@@ -297,14 +297,8 @@ def refuse_git_located(ws: WorkspaceRoot, loc: Location, path: str, tool: str) -
 def _held_now(ws: WorkspaceRoot, loc: Location) -> str | None:
     """Where the folder ``loc`` holds is now, relative to the root, with the
     final name (None when /proc cannot say, or it left the root)."""
-    try:
-        now = os.readlink(f"/proc/self/fd/{loc.dir_fd}")
-    except OSError:
-        return None
-    root = str(ws.path)
-    if now == root:
-        return loc.name
-    return f"{now[len(root) + 1:]}/{loc.name}" if now.startswith(root + "/") else None
+    folder = ws.folder_of(loc.dir_fd)
+    return None if folder is None else loc.name if folder == "." else f"{folder}/{loc.name}"
 
 
 def _git_through_link(tool: str, path: str, target: str) -> Refusal:

@@ -287,13 +287,8 @@ class WorkspaceRoot:
         except (_NoOpenat2, OSError):
             return None
         try:
-            real = os.readlink(f"/proc/self/fd/{fd}")
-            base = str(self.path)
-            if real == base:
-                rel_dir = "."
-            elif real.startswith(base + "/"):
-                rel_dir = real[len(base) + 1 :]
-            else:  # moved or deleted meanwhile ("... (deleted)"), or no /proc
+            rel_dir = self.folder_of(fd)
+            if rel_dir is None:  # moved or deleted meanwhile ("... (deleted)"), or no /proc
                 os.close(fd)
                 return None
             name = parts[-1]
@@ -305,6 +300,18 @@ class WorkspaceRoot:
             with _quiet():
                 os.close(fd)
             raise
+
+    def folder_of(self, fd: int) -> str | None:
+        """Where the folder open at ``fd`` is now, relative to the root ("."
+        for the root); None when it left the root or /proc cannot say."""
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None
+        base = str(self.path)
+        if real == base:
+            return "."
+        return real[len(base) + 1 :] if real.startswith(base + "/") else None
 
     def _walk(self, path: str, parts: list[str], follow: bool, create_parents: bool) -> Location:
         fds: list[int] = []  # descriptors of the folders below the root, outermost first
