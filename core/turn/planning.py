@@ -251,7 +251,11 @@ def make_plan(
     A call whose planning raises (a bug, an input nobody foresaw) is settled
     as an error result; the rest of the batch is planned normally."""
     prepared: list[PreparedCall] = []
+    shared = shared_ids(calls)
     for i, call in enumerate(calls):
+        if call.id in shared:
+            prepared.append(_refused_shared_id(i, call, shared[call.id]))
+            continue
         if input_problem(call.id) or input_problem(call.name):
             # Only a starter that bypasses the client can send this; echoing
             # the id raw would make the turn's result unencodable for ever.
@@ -290,6 +294,42 @@ def make_plan(
                 )
             )
     return plan_from_prepared(calls, prepared, policy, recorded=True, planned_by=planned_by)
+
+
+def shared_ids(calls: list[ToolCall]) -> dict[str, list[int]]:
+    """Each id used by more than one call of the batch, with those calls' positions."""
+    positions: dict[str, list[int]] = {}
+    for i, call in enumerate(calls):
+        positions.setdefault(call.id, []).append(i)
+    return {k: v for k, v in positions.items() if len(v) > 1}
+
+
+def _refused_shared_id(index: int, call: ToolCall, positions: list[int]) -> PreparedCall:
+    """A call whose id another call of the batch also uses. Results, the
+    applied-calls journal and approvals are matched to calls by id, so one
+    would be answered with the other's result: none of them runs. Counted as a
+    failed unsafe call, like any call that could not run as meant."""
+    where = ", ".join(str(p) for p in positions[:-1]) + f" and {positions[-1]}"
+    call = ToolCall(id=_encodable(call.id), name=_encodable(call.name), arguments=call.arguments)
+    return PreparedCall(
+        index,
+        call,
+        None,
+        False,
+        RiskDecision("allow", "not run: id shared"),
+        early_result=ToolResult.error(
+            call.id,
+            call.name,
+            f"tool call id {call.id!r} is used by calls {where} of this batch; each call needs its own id "
+            "(results are matched to calls by id), so none of them was run. Send them again with distinct ids.",
+        ),
+    )
+
+
+def _encodable(text: str) -> str:
+    """``text``, escaped when it is not valid Unicode (a lone surrogate would
+    make the turn's result unencodable for ever)."""
+    return ascii(text)[1:-1] if input_problem(text) else text
 
 
 def waves(stages: list[Stage], size: int = MAX_WAVE_CALLS) -> list[Stage]:

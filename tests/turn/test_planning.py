@@ -300,3 +300,14 @@ def test_a_call_id_with_a_lone_surrogate_cannot_make_the_plan_unencodable() -> N
     text = plan.model_dump_json()  # would raise for a raw surrogate
     assert "c\\\\ud800" in text
     assert plan.calls[0].early_result is not None and plan.calls[1].early_result is None
+
+
+def test_calls_sharing_an_id_are_all_refused_and_count_as_failed_unsafe_calls() -> None:
+    plan = plan_of([READ(0), ToolCall(id="c\ud800", name="read_file", arguments="{}"), READ(2),
+                    ToolCall(id="c\ud800", name="write_file", arguments="{}"), READ(0)])
+    refused = [c for c in plan.calls if c.early_result is not None]
+    assert [c.index for c in refused] == [0, 1, 3, 4]
+    assert "used by calls 1 and 3" in refused[1].early_result.output  # type: ignore[union-attr]
+    assert "used by calls 0 and 4" in refused[0].early_result.output  # type: ignore[union-attr]
+    assert all(not c.concurrency_safe for c in refused)  # later writes of the batch do not run
+    plan.model_dump_json()  # the escaped id keeps the plan encodable

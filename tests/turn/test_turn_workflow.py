@@ -400,3 +400,24 @@ async def test_add_to_worker_puts_turns_into_an_existing_worker(
     async with Worker(client, **options):
         result = await TurnClient(client).run_turn(turn)
     assert "from an existing worker" in result.results[0].output
+
+
+async def test_calls_sharing_an_id_are_refused_not_answered_with_each_others_result(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    """Results, the bash journal and approvals are matched to calls by id: a
+    starter that bypasses the client (which refuses such a document) must not
+    get the first call's output back as the second's, or a write run twice."""
+    calls = [
+        ToolCall(id="same", name="bash", arguments='{"command": "echo first >> log.txt"}'),
+        call(1, "read_file", path="log.txt"),
+        ToolCall(id="same", name="bash", arguments='{"command": "echo second >> log.txt"}'),
+    ]
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        result = await run_turn(client, turn_input(workspace, task_queue, calls))
+    refused = [result.results[0], result.results[2]]
+    assert all(r.is_error and r.tool_call_id == "same" for r in refused), [r.output for r in result.results]
+    for r in refused:
+        assert "id 'same' is used by calls 0 and 2" in r.output and "own id" in r.output
+    assert not (workspace / "log.txt").exists()  # neither write ran
+    assert result.results[1].tool_call_id == "call_1"
