@@ -368,12 +368,66 @@ def _find_predicates(args: list[str]) -> J:
             return ask(f"`find` with `{a}`, which is not on the known read-only predicate list")
     return allow("`find` only lists files")
 
+# xxd: a hex dump of one file; a second file is the one it *writes*, and -r
+# turns a dump back into bytes. Its options are single-dash words matched by
+# prefix and stop at the first operand (`xxd f -l 8` has three operands).
+# Value options take the next word when written bare or by their long name
+# (`-c 8`, `-cols 8`) and an attached number otherwise (`-c8`, `-s+16`); any
+# other spelling asks rather than guess where its value ends.
+_XXD_VALUES = {"c": "cols", "g": "groupsize", "l": "len", "o": "offset", "s": "seek", "n": "name"}
+_XXD_FLAGS = frozenset(
+    "-a -autoskip -b -bits -C -capitalize -d -E -EBCDIC -e -h -help -i -include -p -ps -postscript -plain "
+    "-u -uppercase -v -version".split()
+)
+_XXD_NUMBER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|\d+)")
+
+
+def _xxd_operands(args: list[str]) -> list[str] | str:
+    """xxd's operands, or why its options cannot be told apart safely."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args[i + 1:]
+        if a[:1] != "-" or a == "-":
+            return args[i:]
+        word = a[1:] if a.startswith("--") else a  # xxd reads `--len` as `-len`
+        letter, rest = word[1:2], word[2:]
+        if word.startswith("-r"):
+            return "`-r` turns a hex dump back into bytes and writes them"
+        if word in _XXD_FLAGS:
+            i += 1
+        elif letter in _XXD_VALUES and (rest == "" or word == "-" + _XXD_VALUES[letter]):
+            i += 2
+        elif letter in _XXD_VALUES and (_XXD_NUMBER.fullmatch(rest) or (letter == "n" and rest.isidentifier()
+                                                                        and not rest.startswith("a"))):
+            i += 1
+        else:
+            return f"option `{a}`, which is not on the known read-only option list"
+    return []
+
+
+def _h_xxd(name: str, args: list[str]) -> J:
+    operands = _xxd_operands(args)
+    if isinstance(operands, str):
+        return ask(f"`{name}` with {operands}")
+    if len(operands) > 1:
+        return ask(f"`{name}` writes its dump into its second file `{operands[1]}`")
+    return allow(f"`{name}` only prints a hex dump")
+
+
+def _xxd_paths(args: list[str]) -> list[str]:
+    operands = _xxd_operands(args)
+    return [p for p in operands if p != "-"] if isinstance(operands, list) else []
+
+
 HANDLERS: dict[str, Handler] = dict.fromkeys(READONLY_OPTS, _h_readonly)
 OPTION_SPECS: dict[str, Opts] = dict(READONLY_OPTS)
 HANDLERS.update({
     "echo": _h_echo, "printf": _h_printf, "test": _h_test, "[": _h_test, "cat": _h_cat, "tail": _h_tail,
-    "sort": _h_sort, "uniq": _h_uniq, "date": _h_date, "rg": _h_rg, "find": _h_find,
+    "sort": _h_sort, "uniq": _h_uniq, "date": _h_date, "rg": _h_rg, "find": _h_find, "xxd": _h_xxd,
 })
+PATH_FINDERS = {"xxd": _xxd_paths}
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
@@ -403,4 +457,21 @@ CASES: list[tuple[str, str, str | None]] = [
     ("strings @/etc/passwd", "ask", "arguments from"),  # reads the file's words as arguments (and errors show them)
     ("strings -n 3 -- @args.txt", "ask", "arguments from"),
     ("strings -n 3 lib.so", "allow", None),
+    ("xxd build/app.bin | head -20", "allow", "hex dump"),
+    ("xxd -l 64 -c 16 -g 1 data.bin", "allow", None),
+    ("xxd -s -32 -cols 8 data.bin", "allow", None),
+    ("xxd -c8 -s+16 -l0x40 data.bin", "allow", None),
+    ("xxd -i -n blob data.bin", "allow", None),
+    ("xxd -ps data.bin", "allow", None),
+    ("xxd /etc/hostname", "ask", "outside the workspace"),
+    ("xxd -l 8 /etc/hostname", "ask", "outside the workspace"),
+    ("xxd data.bin out.hex", "ask", "writes"),
+    ("xxd -l 8 data.bin .git/hooks/pre-commit", "ask", "writes"),
+    ("xxd -cx data.bin out.hex", "ask", "-cx"),  # xxd reads -cx as cols=x and writes out.hex
+    ("xxd -colsx 8 data.bin", "ask", "-colsx"),  # a long name xxd matches by prefix: not guessed
+    ("xxd data.bin -l 8", "ask", "writes"),  # options stop at the first file: -l is the output file
+    ("xxd -r dump.hex data.bin", "ask", "-r"),
+    ("xxd -revert -p dump.hex", "ask", "-r"),
+    ("xxd --len 8 data.bin", "allow", None),
+    ("xxd -- -weird.bin", "allow", None),
 ]

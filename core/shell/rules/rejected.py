@@ -48,6 +48,8 @@ _WRAPPER_HINTS = {
     "eval": "run the command itself directly, one plain command per call",
     "source": "there is no shell to load a file into; run the script as a program (e.g. `bash script.sh`)",
     ".": "there is no shell to load a file into; run the script as a program (e.g. `bash script.sh`)",
+    "env": "put the assignments before the program itself (`NAME=value program ...`), or run it directly; "
+    "the tool already applies a clean environment",
     "alias": "aliases do not exist here; run the program by its real name",
     "unalias": "aliases do not exist here; run the program by its real name",
     "trap": "there is no shell to trap signals in; run the command directly",
@@ -73,6 +75,28 @@ def _h_wrapper(name: str, args: list[str]) -> J:
         f"`{name}` is a wrapper that runs another program or shell code",
         _WRAPPER_HINTS.get(name.lower(), H_WRAPPER),
     )
+
+
+# env's own options when it runs no program: they only change what it prints.
+_ENV_PRINT_FLAGS = frozenset(["-0", "--null", "-i", "--ignore-environment", "-"])
+_ENV_UNSET = ("-u", "--unset")
+
+
+def _h_env(name: str, args: list[str]) -> J:
+    """``env`` with no program prints the environment (as ``printenv``); with
+    one, it is a wrapper (rejected, with a hint to put the assignments first)."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in _ENV_PRINT_FLAGS or a.startswith(("--unset=", "-u")) and a not in _ENV_UNSET:
+            i += 1
+        elif a in _ENV_UNSET:
+            i += 2
+        elif "=" in a and not a.startswith("-") and a.split("=", 1)[0].replace("_", "a").isalnum():
+            i += 1  # NAME=VALUE: printed with the rest
+        else:
+            return _h_wrapper(name, args)
+    return allow(f"`{name}` without a program only prints the environment")
 
 
 def _h_network(name: str, args: list[str]) -> J:
@@ -115,6 +139,9 @@ for _names, _fn in (
 ):
     HANDLERS.update(dict.fromkeys(_names, _fn))
 HANDLERS["sleep"] = _h_sleep
+HANDLERS["env"] = _h_env
+# NAME=VALUE words and -u NAME are names and values, never files.
+PATH_FINDERS = {"env": lambda args: []}
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
@@ -122,6 +149,16 @@ CASES: list[tuple[str, str, str | None]] = [
     ("systemctl stop sshd", "reject", "system state"),
     ("kill -9 1", "reject", "kills processes"),
     ("env rm x", "reject", "wrapper"),
+    ("env FOO=1 pytest", "reject", "wrapper"),
+    ("env -u HOME sh -c id", "reject", "wrapper"),
+    ("env -S 'sh -c id'", "reject", "wrapper"),
+    ("env --split-string='sh -c id'", "reject", "wrapper"),
+    ("env -C /etc cat passwd", "reject", "wrapper"),
+    ("env", "allow", "prints the environment"),
+    ("env | grep -i path", "allow", None),
+    ("env -0 | sort -z", "allow", None),
+    ("env -u HOME -uPATH --unset=LANG FOO=/etc/passwd", "allow", None),  # names and values, not files
+    ("env -i", "allow", None),
     ("timeout 5 rm x", "reject", "wrapper"),
     ("ssh host id", "reject", "network"),
     ("cd src", "reject", "builtin"),

@@ -187,7 +187,7 @@ REJECTS: list[tuple[str, str, str]] = [
     # wrappers
     ("env rm x", _WRAP, "wrapper"),
     ("xargs rm", _WRAP, "named on stdin"),  # xargs is judged by its command; files from stdin
-    ("env", _WRAP, "wrapper"),
+    ("env -i sh", _WRAP, "wrapper"),  # bare `env` only prints the environment, as printenv (allowed)
     ("/usr/bin/env python3 x.py", _WRAP, "wrapper"),
     ("xargs -0 -n1 sh -c id", _WRAP, "inline code"),  # xargs is judged by the command it runs
     ("timeout 5 rm x", _WRAP, "wrapper"),
