@@ -31,7 +31,7 @@ ENDLESS = frozenset(
     "/dev/zero /dev/urandom /dev/random /dev/full /dev/tty /dev/console /dev/kmsg /dev/mem /dev/kmem "
     "/dev/port /proc/kmsg /proc/kcore".split()
 )
-_NO_PATHS = frozenset("echo printf true false which whoami id uname pwd nproc arch groups basename dirname sleep tr".split())
+_NO_PATHS = frozenset("echo printf true false which whoami id uname pwd nproc arch groups basename dirname sleep tr seq expr numfmt".split())
 # Programs whose first positional is a pattern or a program unless an option gives it.
 _PATTERN_FIRST = {
     "grep": (("regexp", "file"), "ef", "ABCDdm"),

@@ -187,7 +187,30 @@ READONLY_OPTS: dict[str, Opts] = {
         "table-noextreme table-hide table-right table-truncate table-wrap tree tree-id tree-parent output-width "
         "output-separator separator",
     ),
+    # Text and number filters of coreutils: they print what they read; none
+    # writes a file or runs a program.
+    "seq": opts("w", "fs", "equal-width", "format separator", numeric=True, data="f s format separator"),
+    "expr": opts(),
+    "numfmt": opts("z", "d", "debug grouping header zero-terminated",
+                   "from from-unit to to-unit padding round suffix format invalid field delimiter",
+                   data="d from from-unit to to-unit padding round suffix format invalid field delimiter"),
+    "comm": opts("123z", "", "check-order nocheck-order total zero-terminated", "output-delimiter",
+                 data="output-delimiter"),
+    "join": opts("iz", "aejotv12", "ignore-case check-order nocheck-order header zero-terminated",
+                 data="a e j o t v 1 2"),
+    "fold": opts("bs", "w", "bytes spaces", "width", numeric=True, data="w width"),
+    "fmt": opts("cstu", "pwg", "crown-margin split-only tagged-paragraph uniform-spacing", "prefix width goal",
+                numeric=True, data="p w g prefix width goal"),
+    "expand": opts("i", "t", "initial", "tabs", data="t tabs"),
+    "unexpand": opts("a", "t", "all first-only", "tabs", data="t tabs"),
+    "base64": opts("di", "w", "decode ignore-garbage", "wrap", data="w wrap"),
+    "basenc": opts("di", "w", "base64 base64url base32 base32hex base16 base2msbf base2lsbf z85 decode "
+                   "ignore-garbage", "wrap", data="w wrap"),
+    # Not -o/--output (writes). A code set name with a `/` is a charmap file
+    # iconv reads, so -f/-t values are checked as paths.
+    "iconv": opts("cls", "ft", "list silent verbose", "from-code to-code"),
 }
+READONLY_OPTS["base32"] = READONLY_OPTS["base64"]
 READONLY_OPTS.update(
     dict.fromkeys(("md5sum", "sha1sum", "sha224sum", "sha384sum", "sha512sum", "b2sum"), READONLY_OPTS["sha256sum"])
 )
@@ -457,6 +480,25 @@ CASES: list[tuple[str, str, str | None]] = [
     ("strings @/etc/passwd", "ask", "arguments from"),  # reads the file's words as arguments (and errors show them)
     ("strings -n 3 -- @args.txt", "ask", "arguments from"),
     ("strings -n 3 lib.so", "allow", None),
+    ("seq 1 10", "allow", None),
+    ("seq -w -s , 1 2 20", "allow", None),
+    ("expr 1 + 2", "allow", None),
+    ("numfmt --to=iec --header=1 1048576", "allow", None),
+    ("du -b src | numfmt --to=iec -d /", "allow", None),  # a delimiter, not a file
+    ("comm -12 a.txt b.txt", "allow", None),
+    ("comm -3 a.txt /etc/passwd", "ask", "outside the workspace"),
+    ("join -t , -1 2 -2 1 a.csv b.csv", "allow", None),
+    ("fold -w 80 README.md", "allow", None),
+    ("fmt -72 notes.txt", "allow", None),
+    ("expand -t 4 src/main.go", "allow", None),
+    ("base64 -d encoded.txt", "allow", None),
+    ("echo aGVsbG8= | base64 -d", "allow", None),
+    ("base64 /etc/hostname", "ask", "outside the workspace"),
+    ("basenc --base16 -d hex.txt", "allow", None),
+    ("iconv -f utf-8 -t ascii//TRANSLIT notes.txt", "allow", None),
+    ("iconv -f /etc/x.charmap -t utf-8 notes.txt", "ask", "outside the workspace"),  # a charmap file
+    ("iconv -f latin1 -t utf-8 -o out.txt in.txt", "ask", "-o"),
+    ("iconv -f latin1 -t utf-8 --output=out.txt in.txt", "ask", "--output"),
     ("xxd build/app.bin | head -20", "allow", "hex dump"),
     ("xxd -l 64 -c 16 -g 1 data.bin", "allow", None),
     ("xxd -s -32 -cols 8 data.bin", "allow", None),
