@@ -116,19 +116,27 @@ def denied_result(call_id: str, name: str, approver: str, reason: str) -> ToolRe
     )
 
 
+# Letters and symbols that render as an empty cell: Hangul fillers and the
+# blank Braille pattern (categories Lo and So, so the category test misses them).
+_BLANK_LOOKING = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
 def shown(text: object, keep: str = "") -> str:
     """Text as it may reach a person's terminal or browser: control and
     invisible format characters (ESC sequences, carriage returns, backspaces,
     bidi overrides, zero-width characters, lone surrogates) are written as
     visible escapes, so content a model wrote cannot repaint or hide what an
-    approver reads. Characters in ``keep`` (e.g. newline) pass through."""
+    approver reads. So is every blank that is not the ASCII space (no-break
+    and wide spaces, fillers): bash does not split words at them, so
+    `a\u00a0&&\u00a0rm` would read as two commands and be one word.
+    Characters in ``keep`` (e.g. newline) pass through."""
     out = []
     for ch in str(text):
-        if ch in keep:
+        if ch in keep or ch == " ":
             out.append(ch)
             continue
         category = unicodedata.category(ch)
-        if category in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+        if category in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs") or ch in _BLANK_LOOKING:
             code = ord(ch)
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
         else:

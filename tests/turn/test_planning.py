@@ -311,3 +311,21 @@ def test_calls_sharing_an_id_are_all_refused_and_count_as_failed_unsafe_calls() 
     assert "used by calls 0 and 4" in refused[0].early_result.output  # type: ignore[union-attr]
     assert all(not c.concurrency_safe for c in refused)  # later writes of the batch do not run
     plan.model_dump_json()  # the escaped id keeps the plan encodable
+
+
+@pytest.mark.parametrize(
+    "blank", ["\u00a0", "\u2003", "\u202f", "\u3000", "\u3164", "\u115f", "\u1160", "\uffa0", "\u2800"]
+)
+def test_approval_views_show_blanks_that_are_not_a_space(blank: str) -> None:
+    """A character that renders as a blank but is not one: the approver would
+    read `rm -rf build` where bash sees one word, or a write to `app.py` that
+    goes to another file."""
+    for name, arguments in (
+        ("bash", {"command": f"touch a{blank}&&{blank}rm -rf src", "timeout_seconds": 5}),
+        ("write_file", {"path": f"src/app.py{blank}", "content": "x\n"}),
+    ):
+        text = describe_pending_call(PendingCall(index=0, tool_call_id="c0", name=name, arguments=arguments,
+                                                 reason="r"), validate_command)
+        escape = f"\\x{ord(blank):02x}" if ord(blank) < 0x100 else f"\\u{ord(blank):04x}"
+        assert blank not in text and escape in text, repr(text)
+    assert shown("plain ascii space") == "plain ascii space"
