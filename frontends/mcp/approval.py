@@ -38,9 +38,7 @@ def review_text(progress: TurnProgress, validate: Callable[[str], Any]) -> str:
         "",
     ]
     for pending in progress.pending:
-        lines.append(describe_pending_call(pending, validate))
-        if pending.preview:
-            lines.extend("  " + shown(line, keep="\t") for line in pending.preview.splitlines())
+        lines.append(describe_pending_call(pending, validate))  # with its preview, if any
         lines.append("")
     return "\n".join(lines).rstrip("\n")
 

@@ -158,3 +158,17 @@ def test_every_loopback_address_checks_host_and_origin() -> None:
     assert "http://[::1]:*" in loopback_security("::1").allowed_origins
     # Elsewhere a token is required (and a web page cannot send it).
     assert loopback_security("0.0.0.0") is None
+
+
+def test_the_review_shows_a_previewed_change_once() -> None:
+    from core.contracts import PendingCall, TurnProgress, TurnStatus
+    from core.shell import validate_command
+    from frontends.mcp.approval import review_text
+
+    preview = "captured changes:\n  M src/app.py (+1 -0)\n  A notes.txt"
+    pending = PendingCall(index=0, tool_call_id="c0", name="bash", reason="writes files",
+                          arguments={"command": "make fmt", "timeout_seconds": 5}, preview=preview)
+    text = review_text(TurnProgress(turn_id="t1", status=TurnStatus.PAUSED, batch_digest="d" * 64,
+                                    pending=[pending]), validate_command)
+    assert text.count("M src/app.py (+1 -0)") == 1, text
+    assert "make fmt" in text and "d" * 64 in text
