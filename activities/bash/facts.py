@@ -32,7 +32,8 @@ from activities.bash.executor import MAX_GLOB_MATCHES
 from activities.sandbox.environment import command_path
 from activities.sandbox.git_config import repository_settings
 from core.shell import validate_command
-from core.shell.facts import ALL_TOOLCHAINS, WorkspaceFacts, workspace_key
+from core.shell.facts import ALL_TOOLCHAINS, SPLIT_UNKNOWN, WorkspaceFacts, workspace_key
+from core.shell.stdin_names import XARGS_SPLITS, names_from, split_at
 from core.shell.git_config import git_folders, program_keys
 from core.shell.verdict import Verdict
 
@@ -104,7 +105,49 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
             git_programs += [k for k in program_keys(settings) if k not in git_programs]
     env = {"PWD": root, "PATH": command_path(root)}
     return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains,
-                          git_programs=tuple(git_programs), glob_outside=_glob_outside(verdict, root), env=env)
+                          git_programs=tuple(git_programs), glob_outside=_glob_outside(verdict, root), env=env,
+                          split_names=split_names(root) if _cuts_listed_names(verdict) else {})
+
+
+# Bounds the walk below (a few tenths of a second on this kind of machine);
+# a bigger workspace is not checked, and a command that needs the check asks.
+MAX_NAMES_CHECKED = 50_000
+
+
+def _cuts_listed_names(verdict: Verdict) -> bool:
+    """Whether an allowed pipeline hands listed names to a program that cuts
+    them (``find . | xargs cat``): only then are the workspace's names read."""
+    plan = verdict.plan
+    if verdict.verdict != "allow" or plan is None:
+        return False
+    return any(names_from(c.argv) == "-" and split_at(c.argv) for p in plan.items for c in p.commands[1:])
+
+
+def split_names(root: str, limit: int = MAX_NAMES_CHECKED) -> dict[str, str]:
+    """Each character xargs cuts names at, found in a name under ``root`` ->
+    the first such path (relative); ``SPLIT_UNKNOWN`` when there are more than
+    ``limit`` entries. Links are not followed (listers do not follow them)."""
+    found: dict[str, str] = {}
+    seen = 0
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > limit:
+                return {SPLIT_UNKNOWN: f"the workspace holds more than {limit:,} files, too many to check their names"}
+            for ch in XARGS_SPLITS.intersection(entry.name):
+                found.setdefault(ch, os.path.relpath(entry.path, root))
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+            except OSError:
+                continue
+    return found
 
 
 def _glob_outside(verdict: Verdict, root: str) -> dict[str, str]:

@@ -26,7 +26,7 @@ from core.shell.facts import WorkspaceFacts, workspace_key
 from core.shell.lexer import RESERVED
 from core.shell.paths import HARMLESS_DEVICES, in_git_folder, physical_key, scratch, where
 from core.shell.programs import family, judge
-from core.shell.stdin_names import lists_paths, names_from, names_unjudged
+from core.shell.stdin_names import lists_paths, names_cut, names_from, names_unjudged, splitting_name
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, harmless_name
 from core.shell.tokens import Assign, Op, Redir, Token, Word
 from core.shell.verdict import H_GLOB, RANK, J, Verdict, allow, ask, rej
@@ -371,11 +371,12 @@ def judge_tokens(
                     hint = "save the output to a file, read it, then run it as its own command if it is safe"
                 return Verdict("reject", reason, hint, program, tuple(words))
             command, j, program, part_paths = got
-            if commands and j.verdict == "allow" and names_from(command.argv) == "-" and not lists_paths(
-                [c.argv for c in commands]
-            ):
-                j = names_unjudged(j, f"the output of `{commands[-1].argv[0]}`")
-                command = replace(command, verdict="ask", reason=j.reason)
+            if commands and j.verdict == "allow" and names_from(command.argv) == "-":
+                if not lists_paths([c.argv for c in commands]):
+                    j = names_unjudged(j, f"the output of `{commands[-1].argv[0]}`")
+                elif (cut := splitting_name(command.argv, facts)) is not None:
+                    j = names_cut(j, command.argv[0], cut)
+                command = replace(command, verdict=j.verdict, reason=j.reason)
             ran = runs_download(program, part_paths, downloaded)
             if ran is not None:
                 return Verdict("reject", f"part {k} of {total} (`{_show(part, s)}`) is rejected: {ran.reason}",

@@ -30,6 +30,7 @@ TOOLCHAIN_PROGRAMS: dict[str, frozenset[str]] = {
     "asdf": frozenset("java javac lua luajit perl php cmake meson ninja deno bun conda".split()),
 }
 ALL_TOOLCHAINS = "*"  # asdf / mise: any shimmed program
+SPLIT_UNKNOWN = "*"  # WorkspaceFacts.split_names: the workspace was too big to check every name
 
 # HOME of every bash command: inside the sandbox, a folder on its private,
 # bounded /tmp that starts empty and is discarded with the call. An unquoted
@@ -54,6 +55,11 @@ class WorkspaceFacts:
     # Variables whose value depends on the workspace and the worker (``PWD``,
     # ``PATH``), known once the workspace is; core.shell.environment has the rest.
     env: Mapping[str, str] = field(default_factory=dict)
+    # For a command whose names reach a program that cuts them (``xargs``
+    # splits at blanks and takes quotes as quoting): each such character found
+    # in a workspace name -> one path holding it; ``SPLIT_UNKNOWN`` -> why the
+    # names could not all be checked. Empty: none found, or not looked for.
+    split_names: Mapping[str, str] = field(default_factory=dict)
 
     def toolchain_file(self, program: str) -> str | None:
         if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):

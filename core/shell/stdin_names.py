@@ -13,6 +13,7 @@ lines on (``head``, ``sort``, ``grep -v PATTERN``); ``echo /etc/passwd``,
 
 from __future__ import annotations
 
+from core.shell.facts import SPLIT_UNKNOWN, WorkspaceFacts
 from core.shell.options import long_hit, scan, short_hit
 from core.shell.paths import path_words
 from core.shell.programs import OPTION_SPECS, family
@@ -140,6 +141,62 @@ def _lister(fam: str, args: list[str]) -> bool:
         if sub == "grep":
             return any(a in ("-l", "-L", "--name-only", "--files-with-matches", "--files-without-match") for a in rest)
     return False
+
+
+# What xargs cuts its input at, unless -0 / --null or -d says otherwise: blanks
+# and newlines, with quotes and backslashes taken as quoting. A listed
+# `./x /etc/passwd /y.py` (folders `x ` and `passwd `) becomes three names.
+XARGS_SPLITS = frozenset(" \t\n'\"\\")
+_XARGS_VALUE_LETTERS = "nLsPdEaIei"  # short options whose value follows (attached or as the next word)
+
+
+def split_at(argv: tuple[str, ...] | list[str]) -> frozenset[str]:
+    """The characters at which the program ``argv``, reading file names on
+    stdin, cuts one name into several (or rewrites it)."""
+    fam, args = _fam(argv), list(argv[1:])
+    if fam != "xargs":
+        # one name per line (`file -f -`, `sha256sum -c`); --files0-from reads NUL-ended names
+        return frozenset() if any(long_hit(a, ("files0-from",)) for a in args) else frozenset("\n")
+    start, _ = xargs_command(args)
+    options = args[:start]
+    if any(a == "--null" or short_hit(a, "0", _XARGS_VALUE_LETTERS) for a in options):
+        return frozenset()
+    for k, a in enumerate(options):
+        if a in ("-d", "--delimiter"):
+            value = options[k + 1] if k + 1 < len(options) else ""
+        elif a.startswith("--delimiter="):
+            value = a.partition("=")[2]
+        elif short_hit(a, "d", _XARGS_VALUE_LETTERS):
+            value = a[a.index("d") + 1:] or (options[k + 1] if k + 1 < len(options) else "")
+        else:
+            continue
+        return frozenset("\n") if value in ("\\n", "\n") else XARGS_SPLITS | frozenset(value[:1])
+    return XARGS_SPLITS
+
+
+def splitting_name(argv: tuple[str, ...] | list[str], facts: WorkspaceFacts | None) -> str | None:
+    """Why the names ``argv`` reads may not be the names listed: a workspace
+    name holding a character it cuts at (as the facts found it), a delimiter
+    no fact is gathered for, or a workspace too big to check. None: none."""
+    chars = split_at(argv)
+    odd = sorted(chars - XARGS_SPLITS)
+    if odd:
+        return f"it cuts them at `{odd[0]}`, which no name is checked for"
+    if facts is None or not facts.split_names:
+        return None
+    if SPLIT_UNKNOWN in facts.split_names:
+        return facts.split_names[SPLIT_UNKNOWN]
+    found = next((c for c in sorted(chars) if c in facts.split_names), None)
+    return None if found is None else f"the workspace name `{facts.split_names[found]}` holds {_CHAR_NAMES[found]}"
+
+
+_CHAR_NAMES = {" ": "a blank", "\t": "a tab", "\n": "a newline", "'": "a quote", '"': "a quote", "\\": "a backslash"}
+
+
+def names_cut(j: J, program: str, why: str) -> J:
+    """``j`` (an allow) made an ask: ``program`` would cut a listed name into others."""
+    return ask(f"{j.reason}; but `{program}` cuts the names it reads into other names, and {why}: the parts "
+               "are file names nobody judged (`-print0 | xargs -0` keeps every name whole)")
 
 
 def names_unjudged(j: J, source: str) -> J:

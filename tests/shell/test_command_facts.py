@@ -160,3 +160,23 @@ def test_an_overwriting_redirection_is_destructive_only_onto_an_existing_file(ws
 def test_a_cd_to_the_absolute_workspace_path_is_inside(ws: Path) -> None:
     v = validate_in_workspace(f"cd {ws}/src && ls", str(ws))
     assert v.verdict == "allow" and v.plan is not None and v.plan.cwd == "src"
+
+
+@pytest.mark.parametrize(("argv", "cuts"), [
+    ("xargs cat", " \t\n'\"\\"),
+    ("xargs -n 1 cat", " \t\n'\"\\"),
+    ("xargs -0 cat", ""),
+    ("xargs -r0 cat", ""),
+    ("xargs --null cat", ""),
+    ("xargs -d '\\n' cat", "\n"),
+    ("xargs --delimiter='\\n' cat", "\n"),
+    ("xargs -d x cat", " \t\n'\"\\x"),  # a delimiter no fact is gathered for: asks
+    ("xargs -n0 cat", " \t\n'\"\\"),  # -n's value, not -0
+    ("file -f -", "\n"),
+    ("sort --files0-from=-", ""),
+])
+def test_what_a_names_reader_cuts_at(argv: str, cuts: str) -> None:
+    from core.shell.stdin_names import split_at
+
+    words = validate_command(argv).plan.all_commands()[0].argv  # type: ignore[union-attr]
+    assert split_at(words) == frozenset(cuts), words

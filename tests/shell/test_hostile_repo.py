@@ -242,6 +242,51 @@ def test_files_named_by_a_file_ask(workspace: Path) -> None:
         assert validate_in_workspace(command, str(workspace)).verdict == "ask", command
 
 
+@pytest.mark.parametrize("command", [
+    'find . -name "*.py" | xargs grep -h .',
+    "git ls-files | xargs cat",
+    "find src -type f | sort | xargs wc -l",
+    "find . -name '*.py' | xargs -n 1 cat",
+])
+async def test_planted_names_that_xargs_cuts_into_outside_paths_ask(workspace: Path, command: str) -> None:
+    """Folders named `x ` and `hostname ` put `./x /etc/hostname /y.py` in a
+    lister's output; xargs cuts it at the blanks and opens `/etc/hostname`,
+    a name no one judged. Whole names (-0, one per line) stay allowed."""
+    outside = "/etc/hostname" if os.path.exists("/etc/hostname") else "/etc/passwd"
+    planted = workspace / "src" / f"x {outside} " / "y.py"  # folders `x `, `etc`, `hostname `
+    planted.parent.mkdir(parents=True)
+    planted.write_text("print(1)\n")
+    (workspace / "src" / "a.py").write_text("print(2)\n")
+    _git(workspace, "init", "-q")
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "-qm", "planted")
+    # Run unsandboxed, the shape really reads the outside file through the planted name.
+    real = subprocess.run(["sh", "-c", "find src -name '*.py' | xargs cat 2>/dev/null"], cwd=workspace,
+                          capture_output=True, text=True)
+    assert Path(outside).read_text() in real.stdout
+    verdict = validate_in_workspace(command, str(workspace))
+    assert verdict.verdict == "ask", (command, verdict.reason)
+    assert "cuts the names" in verdict.reason and "src/x " in verdict.reason, verdict.reason
+    for whole in ("find . -name '*.py' -print0 | xargs -0 cat", "find . -name '*.py' | xargs -d '\\n' cat",
+                  "find . -name '*.py' -exec cat {} +"):
+        assert validate_in_workspace(whole, str(workspace)).verdict == "allow", whole
+
+
+def test_names_are_checked_only_when_a_pipeline_cuts_them_and_within_a_bound(workspace: Path) -> None:
+    from activities.bash.facts import split_names
+    from core.shell.facts import SPLIT_UNKNOWN
+
+    (workspace / "plain").mkdir()
+    for k in range(30):
+        (workspace / "plain" / f"f{k}.txt").write_text("")
+    assert split_names(str(workspace)) == {}
+    assert SPLIT_UNKNOWN in split_names(str(workspace), limit=10)  # too many: the command asks
+    (workspace / "plain" / "it's").write_text("")
+    assert split_names(str(workspace)) == {"'": "plain/it's"}
+    assert validate_in_workspace("find plain | xargs wc -l", str(workspace)).verdict == "ask"
+    assert validate_in_workspace("ls plain | head", str(workspace)).verdict == "allow"  # no names cut: no walk
+
+
 # --- .git by where a path leads, not what it says ----------------------------------------
 
 
