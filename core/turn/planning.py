@@ -308,7 +308,9 @@ def _refused_shared_id(index: int, call: ToolCall, positions: list[int]) -> Prep
     """A call whose id another call of the batch also uses. Results, the
     applied-calls journal and approvals are matched to calls by id, so one
     would be answered with the other's result: none of them runs. Counted as a
-    failed unsafe call, like any call that could not run as meant."""
+    failed unsafe call, like any call that could not run as meant. (In a
+    streamed batch a call that started early may be one of them; only reads
+    start early, so what it did is nothing the answer hides.)"""
     where = ", ".join(str(p) for p in positions[:-1]) + f" and {positions[-1]}"
     call = ToolCall(id=_encodable(call.id), name=_encodable(call.name), arguments=call.arguments)
     return PreparedCall(
