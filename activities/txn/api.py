@@ -190,7 +190,7 @@ def _gated(cap: overlay.Capture, scan: overlay.Scan, result: dict, effects: Effe
                  changed_files=str(len(scan.changeset.changes)),
                  gate_destructive="true" if effects.destructive else "")
     # Kept with the command's result, so a retry shows the same pause.
-    p = make_preview(cap, scan, result={**result, GATE_KEY: meta})
+    p = make_preview(cap, scan, result={**result, GATE_KEY: meta}, first=[p for p, _ in effects.worst_first()])
     if p.conflicts:
         return TxnResult("conflict", p.text() + skipped, True, _meta("conflict"), preview=p)
     return TxnResult("gated", p.text() + skipped, False, meta, preview=p, changed=scan.changeset.paths())

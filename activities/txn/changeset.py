@@ -26,6 +26,7 @@ from typing import Callable, Iterable
 
 from core.paths import within
 from core.tools.display import file_diff as display_diff
+from core.tools.formatting import shown
 
 FILE, DIR, SYMLINK = "file", "dir", "symlink"
 SPECIAL_BITS = 0o7000  # setuid/setgid/sticky never reach the real workspace: the worker may be root
@@ -255,21 +256,31 @@ TEXT_DIFF_MAX_BYTES = 256 << 10
 DIFF_MAX_LINES = 400
 
 
-def summary(changeset: Changeset, limit: int = 50) -> str:
+def first_listed(changes: list[Change], first: Iterable[str] = ()) -> list[Change]:
+    """``changes`` with the paths in ``first`` ahead, in that order: what a
+    shortened list or diff must not cut (the effect gate's reasons)."""
+    rank = {p: i for i, p in enumerate(dict.fromkeys(first))}
+    return sorted(changes, key=lambda c: rank.get(c.path, len(rank)))  # stable: scan order otherwise
+
+
+def summary(changeset: Changeset, limit: int = 50, first: Iterable[str] = ()) -> str:
+    """One line per change, names escaped (a workspace's own file names can
+    hold newlines: a second line must not read as a change of its own)."""
     lines = []
-    for c in changeset.changes[:limit]:
+    for c in first_listed(changeset.changes, first)[:limit]:
+        path = shown(c.path)
         if c.new is not None and c.new.kind == DIR and c.old is not None and c.old.kind == DIR:
-            lines.append(f"  mode {c.path}/ {oct(c.old.mode)} -> {oct(c.new.mode)}")
+            lines.append(f"  mode {path}/ {oct(c.old.mode)} -> {oct(c.new.mode)}")
             continue
         label = c.action
         extra = ""
         if c.renamed_from:
-            label, extra = "rename", f" (from {c.renamed_from})"
+            label, extra = "rename", f" (from {shown(c.renamed_from)})"
         elif label == "mode" and c.old and c.new:
             extra = f" {oct(c.old.mode)} -> {oct(c.new.mode)}"
         elif c.new is not None and c.new.kind == SYMLINK:
-            extra = f" -> {c.new.target}"
-        lines.append(f"  {label} {c.path}{'/' if (c.new or c.old) and (c.new or c.old).kind == DIR else ''}{extra}")
+            extra = f" -> {shown(c.new.target)}"
+        lines.append(f"  {label} {path}{'/' if (c.new or c.old) and (c.new or c.old).kind == DIR else ''}{extra}")
     if len(changeset.changes) > limit:
         lines.append(f"  ... and {len(changeset.changes) - limit} more")
     return "\n".join(lines)

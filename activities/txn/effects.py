@@ -12,9 +12,10 @@ from activities.txn.changeset import FILE, Changeset
 from activities.txn.overlay import Capture
 from activities.txn.store import WorkspaceReader
 from core.contracts import EffectGate
-from core.turn.effects import DEFAULT_CACHE_PATHS, EffectRules, Effects, classify, in_git, is_cache, kept_fraction
+from core.turn.effects import DEFAULT_CACHE_PATHS, EffectRules, Effects, classify, in_git, is_cache, kept_fraction, kept_lines
 
-# Only this much of each version is compared (a longer file is judged by its start).
+# Up to this size both versions are compared in memory (with the character
+# measure for short files); a longer file is compared line by line, whole.
 KEPT_READ_MAX = 4 << 20
 
 
@@ -23,9 +24,13 @@ def rules_of(gate: EffectGate) -> EffectRules:
     return EffectRules(caches, gate.max_files, gate.max_bytes)
 
 
-def _read(fd: int) -> bytes:
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read(KEPT_READ_MAX)
+def _kept(reader: WorkspaceReader, rel: str, upper: str, old_size: int, new_size: int) -> float:
+    """How much of the workspace file's content the upper layer's version keeps."""
+    with os.fdopen(reader.open_file(rel), "rb") as before, open(upper, "rb") as after:
+        if old_size <= KEPT_READ_MAX and new_size <= KEPT_READ_MAX:
+            return kept_fraction(before.read(KEPT_READ_MAX), after.read(KEPT_READ_MAX))
+        fraction = kept_lines(before, after)
+        return 0.0 if fraction is None else fraction  # too many distinct lines to tell: replaced
 
 
 def judge(cap: Capture, changeset: Changeset, gate: EffectGate) -> Effects:
@@ -39,14 +44,13 @@ def judge(cap: Capture, changeset: Changeset, gate: EffectGate) -> Effects:
                 continue
             if old.sha256 == new.sha256 or in_git(c.path) or is_cache(c.path, rules.cache_paths):
                 continue
+            if max(old.size, new.size) > rules.max_bytes:
+                kept[c.path] = 0.0  # not read: past the gate's bound it asks anyway
+                continue
             try:
-                before = _read(reader.open_file(c.path))
-                with open(os.path.join(cap.upper, c.path), "rb") as fh:
-                    after = fh.read(KEPT_READ_MAX)
+                kept[c.path] = _kept(reader, c.path, os.path.join(cap.upper, c.path), old.size, new.size)
             except OSError:
                 kept[c.path] = 0.0  # cannot tell: judged as replaced
-                continue
-            kept[c.path] = kept_fraction(before, after)
 
         def current(rel: str):  # type: ignore[no-untyped-def]
             st = reader.stat(rel)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from core.tools.formatting import shown
-from activities.txn.changeset import FILE, TEXT_DIFF_MAX_BYTES, file_diff, summary
+from activities.txn.changeset import FILE, TEXT_DIFF_MAX_BYTES, file_diff, first_listed, summary
 from activities.txn.journal import JOURNALED, PREVIEWED, Journal, apply_journal, load, take_preimages, write_journal
 from activities.txn.overlay import Capture, Scan, remove_tree
 from activities.txn.apply import ApplyReport
@@ -47,16 +48,18 @@ class Preview:
         return f"The command would make {self.changes} change(s):\n{self.summary}\n\n{self.diff}"
 
 
-def make_preview(cap: Capture, scan: Scan, *, result: dict | None = None) -> Preview:
-    """Keep the captured changeset for approval and render its diff."""
+def make_preview(cap: Capture, scan: Scan, *, result: dict | None = None, first: Sequence[str] = ()) -> Preview:
+    """Keep the captured changeset for approval and render its diff.
+    ``first``: paths listed and diffed ahead of the rest (the effect gate's
+    destructive ones: a long changeset must not push them past the cut)."""
     out = write_journal(cap, scan, result=result, preview=True)
     if out.journal is None:
         return Preview(cap.turn_id, cap.call_id, conflicts=out.conflicts)
     j = out.journal
-    diff = render_diff(cap.workspace, j)
+    diff = render_diff(cap.workspace, j, first)
     with open(os.path.join(j.dir, DIFF_FILE), "w", encoding="utf-8") as fh:
         fh.write(diff)
-    return Preview(cap.turn_id, cap.call_id, summary(j.changeset), diff, len(j.changeset.changes),
+    return Preview(cap.turn_id, cap.call_id, summary(j.changeset, first=first), diff, len(j.changeset.changes),
                    digest=j.changeset.digest())
 
 
@@ -65,12 +68,12 @@ def _read_bounded(reader: WorkspaceReader, rel: str) -> bytes:
         return fh.read(TEXT_DIFF_MAX_BYTES + 1)
 
 
-def render_diff(root: str, j: Journal) -> str:
+def render_diff(root: str, j: Journal, first: Sequence[str] = ()) -> str:
     """Unified diffs of text files (old from the workspace, new from the
     journal); a line for binary, large, folder and symlink changes."""
     parts: list[str] = []
     reader = WorkspaceReader(root)
-    changes = j.changeset.changes
+    changes = first_listed(j.changeset.changes, first)
     try:
         for number, c in enumerate(changes):
             old_file = c.old is not None and c.old.kind == FILE

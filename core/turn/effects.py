@@ -27,6 +27,8 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
+from core.tools.formatting import shown
+
 DEFAULT_CACHE_PATHS = (
     "__pycache__",
     ".pytest_cache",
@@ -82,15 +84,33 @@ class Effects:
             return bool(self.destructive or self.other)
         return False
 
+    def worst_first(self) -> list[tuple[str, str]]:
+        """The destructive changes, those that run code or pass every bound
+        first: what a person must not miss when only a few can be named."""
+        return sorted(self.destructive, key=lambda d: severity(d[1]))
+
     def reason(self, mode: str) -> str:
         if self.destructive:
-            shown = "; ".join(f"{p}: {why}" for p, why in self.destructive[:5])
-            more = f" (and {len(self.destructive) - 5} more)" if len(self.destructive) > 5 else ""
-            return f"destructive by effect (needs approval in every mode): {shown}{more}"
+            worst = self.worst_first()
+            listed = "; ".join(f"{shown(p)}: {shown(why)}" for p, why in worst[:5])
+            more = f" (and {len(worst) - 5} more)" if len(worst) > 5 else ""
+            return f"destructive by effect (needs approval in every mode): {listed}{more}"
         if self.other and mode == EFFECTS:
-            names = ", ".join(self.other[:5]) + (", ..." if len(self.other) > 5 else "")
+            names = ", ".join(map(shown, self.other[:5])) + (", ..." if len(self.other) > 5 else "")
             return f"the command changed {len(self.other)} file(s) (caches aside): {names}"
         return ""
+
+
+# Reasons (their start) ordered by how much a person must see them: code
+# that git or the shell will run, then the bounds (they hide what follows).
+_SEVERE = ("changes inside .git", "a symlink into .git", "adds mode bits")
+
+
+def severity(why: str) -> int:
+    for rank, start in enumerate(_SEVERE):
+        if why.startswith(start):
+            return rank
+    return len(_SEVERE) if why[:1].isdigit() else len(_SEVERE) + 1
 
 
 def _parts(path: str) -> list[str]:
@@ -158,8 +178,11 @@ def classify(
             return after[rel]
         return current(rel) if current is not None else None
 
-    # Content that left one path and arrived at another was moved, not lost.
-    arrived = {(c.new.sha256, c.new.size) for c in changes if c.new is not None and c.new.kind == "file"}
+    # Content that left one path and arrived at another was moved, not lost;
+    # but not when it arrived in a cache (deleted later without a look, its
+    # deletion never counted) or in .git (not the worktree's files).
+    arrived = {(c.new.sha256, c.new.size) for c in changes if c.new is not None and c.new.kind == "file"
+               and not in_git(c.path) and not is_cache(c.path, rules.cache_paths)}
     out = Effects()
     total_bytes = 0
     for c in changes:
@@ -236,6 +259,35 @@ def kept_fraction(old: bytes, new: bytes) -> float:
         matched = sum(b.size for b in matcher.get_matching_blocks())
         fraction = max(fraction, matched / len(old))
     return fraction
+
+
+# A long file's lines are compared by their hashes, at most this many
+# distinct ones (bounded memory); past it, how much was kept is not known.
+KEPT_MAX_DISTINCT = 1 << 20
+
+
+def kept_lines(old_lines: Iterable[bytes], new_lines: Iterable[bytes],
+               max_distinct: int = KEPT_MAX_DISTINCT) -> float | None:
+    """``kept_fraction``'s line measure over whole files of any length, read
+    line by line (a long file's tail counts as much as its start); None when
+    the old file has more distinct lines than ``max_distinct``."""
+    counts: dict[int, int] = {}
+    total = 0
+    for line in old_lines:
+        key = hash(line.rstrip(b"\r\n"))
+        if key not in counts and len(counts) >= max_distinct:
+            return None
+        counts[key] = counts.get(key, 0) + 1
+        total += 1
+    if not total:
+        return 1.0
+    same = 0
+    for line in new_lines:
+        key = hash(line.rstrip(b"\r\n"))
+        if counts.get(key, 0) > 0:
+            counts[key] -= 1
+            same += 1
+    return same / total
 
 
 # Reasons (from the validator or the policy) of a bash ask that may be
@@ -360,4 +412,7 @@ CASES: dict[str, tuple[list[tuple], dict[str, float], bool]] = {
     "pycache only": ([("pkg/__pycache__/m.pyc", None, _n("file")),
                       (".pytest_cache/v/lastfailed", _n("file", sha="1"), None)], {}, False),
     "node_modules cache": ([("node_modules/.cache/x", _n("file"), None)], {}, False),
+    "mv keep.txt __pycache__/ (a cache is no rename target)": (
+        [("keep.txt", _n("file", size=3, sha="A"), None), ("__pycache__/keep.txt", None, _n("file", size=3, sha="A"))],
+        {}, True),
 }

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from core.turn import effects
-from core.turn.effects import CASES, DESTRUCTIVE, EFFECTS, NETWORK_CASES, EffectRules, classify, kept_fraction, needs_network_command
+from core.turn.effects import (CASES, DESTRUCTIVE, EFFECTS, NETWORK_CASES, EffectRules, Effects, classify, kept_fraction,
+                               kept_lines, needs_network_command)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,24 @@ def test_kept_fraction() -> None:
     assert kept_fraction(text, b"x\n") < 0.5  # tee
     assert kept_fraction(text, b"") == 0.0
     assert kept_fraction(b"", b"anything") == 1.0
+
+
+def test_kept_lines_counts_the_whole_file() -> None:
+    text = [b"line %d\n" % i for i in range(1000)]
+    assert kept_lines(text, text[:300]) == 0.3  # cut after its start
+    assert kept_lines(text, text[:300] + [b"x\n"] * 700) == 0.3  # its tail replaced, same length
+    assert kept_lines(text, text + [b"appended\n"]) == 1.0
+    assert kept_lines(text, [b"edited\n"] + text[1:]) == 0.999
+    assert kept_lines(text, text, max_distinct=10) is None  # cannot tell: the caller judges it replaced
+    assert kept_lines([], [b"new\n"]) == 1.0
+
+
+def test_the_reason_names_what_runs_code_first() -> None:
+    out = Effects(destructive=[(f"!{i}", "deletes an existing file") for i in range(8)]
+                  + [(".git/hooks/pre-commit", "changes inside .git"), ("run.sh", "adds mode bits 0o111 to an existing file")])
+    reason = out.reason(DESTRUCTIVE)
+    assert reason.index(".git/hooks/pre-commit") < reason.index("run.sh") < reason.index("!0")
+    assert "(and 5 more)" in reason
 
 
 def test_asks_for_effects() -> None:
