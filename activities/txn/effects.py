@@ -10,6 +10,7 @@ import os
 
 from activities.txn.changeset import FILE, Changeset
 from activities.txn.overlay import Capture
+from activities.sandbox.git_config import repository_settings
 from activities.txn.store import WorkspaceReader
 from core.contracts import EffectGate
 from core.turn.effects import DEFAULT_CACHE_PATHS, EffectRules, Effects, classify, in_git, is_cache, kept_fraction, kept_lines
@@ -19,9 +20,24 @@ from core.turn.effects import DEFAULT_CACHE_PATHS, EffectRules, Effects, classif
 KEPT_READ_MAX = 4 << 20
 
 
-def rules_of(gate: EffectGate) -> EffectRules:
+def rules_of(gate: EffectGate, workspace: str = "") -> EffectRules:
     caches = tuple(gate.cache_paths) if gate.cache_paths else DEFAULT_CACHE_PATHS
-    return EffectRules(caches, gate.max_files, gate.max_bytes)
+    return EffectRules(caches, gate.max_files, gate.max_bytes, hook_folders(workspace) if workspace else ())
+
+
+def hook_folders(workspace: str) -> tuple[str, ...]:
+    """The worktree folder the repository's ``core.hooksPath`` names, when it
+    lies inside the workspace (git resolves a relative one from the worktree's
+    top); a person's git runs the hooks there as it would .git/hooks."""
+    settings = repository_settings(workspace, workspace) or []
+    values = [v for k, v in settings if k.lower() == "core.hookspath"]
+    if not values or not values[-1] or values[-1].startswith("~"):
+        return ()
+    root = os.path.realpath(workspace)
+    folder = os.path.normpath(os.path.join(root, values[-1]))
+    if not folder.startswith(root + "/"):
+        return ()  # outside (not the workspace's to judge), or the worktree's top itself (left: see the docs)
+    return (os.path.relpath(folder, root),)
 
 
 def _kept(reader: WorkspaceReader, rel: str, upper: str, old_size: int, new_size: int) -> float:
@@ -34,7 +50,7 @@ def _kept(reader: WorkspaceReader, rel: str, upper: str, old_size: int, new_size
 
 
 def judge(cap: Capture, changeset: Changeset, gate: EffectGate) -> Effects:
-    rules = rules_of(gate)
+    rules = rules_of(gate, cap.workspace)
     reader = WorkspaceReader(cap.workspace)
     try:
         kept: dict[str, float] = {}

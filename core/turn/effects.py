@@ -69,6 +69,9 @@ class EffectRules:
     cache_paths: tuple[str, ...] = DEFAULT_CACHE_PATHS
     max_files: int = DEFAULT_MAX_FILES
     max_bytes: int = DEFAULT_MAX_BYTES
+    # Workspace folders git runs hooks from (a repository's core.hooksPath
+    # inside the worktree, as husky sets it): as much code git runs as .git/hooks.
+    hooks: tuple[str, ...] = ()
 
 
 @dataclass
@@ -135,7 +138,14 @@ def in_git(path: str) -> bool:
     return any(p.lower().rstrip(". ") == ".git" for p in _parts(path))
 
 
-def _resolves_into_git(link: str, target: str, lookup: Callable[[str], "NodeLike | None"]) -> bool:
+def in_hooks(path: str, hooks: Iterable[str]) -> bool:
+    """Inside (or is) one of the worktree's hook folders."""
+    parts = _parts(path)
+    return any((want := _parts(h)) and parts[:len(want)] == want for h in hooks)
+
+
+def _resolves_into_git(link: str, target: str, lookup: Callable[[str], "NodeLike | None"],
+                       hooks: Iterable[str] = ()) -> bool:
     """A symlink whose target, followed through the symlinks the workspace
     will hold, lands in ``.git``."""
     parts = _parts(posixpath.dirname(link)) if not target.startswith("/") else []
@@ -148,7 +158,7 @@ def _resolves_into_git(link: str, target: str, lookup: Callable[[str], "NodeLike
                 parts.pop()
             continue
         parts.append(comp)
-        if in_git("/".join(parts)):
+        if in_git("/".join(parts)) or in_hooks("/".join(parts), hooks):
             return True
         node = lookup("/".join(parts))
         if node is not None and node.kind == "symlink":
@@ -191,13 +201,17 @@ def classify(
             out.other.append(path)
             out.destructive.append((path, "changes inside .git"))
             continue
+        if in_hooks(path, rules.hooks):
+            out.other.append(path)
+            out.destructive.append((path, "changes inside .git's hooks folder (core.hooksPath)"))
+            continue
         if is_cache(path, rules.cache_paths):
             out.caches.append(path)
             continue
         out.other.append(path)
         if new is not None and new.kind == "file":
             total_bytes += new.size
-        if new is not None and new.kind == "symlink" and _resolves_into_git(path, new.target, lookup):
+        if new is not None and new.kind == "symlink" and _resolves_into_git(path, new.target, lookup, rules.hooks):
             out.destructive.append((path, f"a symlink into .git ({new.target})"))
             continue
         why = _destructive(old, new, kept.get(path), arrived)

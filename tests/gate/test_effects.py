@@ -79,6 +79,15 @@ def test_kept_fraction() -> None:
     assert kept_fraction(b"", b"anything") == 1.0
 
 
+def test_the_hooks_folder_core_hookspath_names_is_judged_like_git() -> None:
+    rows = [(".husky/pre-commit", None, ("file", 0o755, 1, "x", "")), ("h", None, ("symlink", 0o777, 0, "", ".husky"))]
+    out = classify(_changes(rows), EffectRules(hooks=(".husky",)))
+    assert [p for p, _ in out.destructive] == [".husky/pre-commit", "h"]
+    assert not classify(_changes(rows)).destructive  # no hooksPath: an ordinary folder
+    assert not classify(_changes([(".husky-notes", None, ("file", 0o644, 1, "x", ""))]),
+                        EffectRules(hooks=(".husky",))).destructive
+
+
 def test_kept_lines_counts_the_whole_file() -> None:
     text = [b"line %d\n" % i for i in range(1000)]
     assert kept_lines(text, text[:300]) == 0.3  # cut after its start
