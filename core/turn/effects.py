@@ -195,11 +195,34 @@ def classify(
                and not in_git(c.path) and not is_cache(c.path, rules.cache_paths)}
     out = Effects()
     total_bytes = 0
+    git_dirs: dict[str, bool] = {}
+
+    def in_git_dir(path: str) -> str:
+        """The folder above ``path`` shaped as a git directory after the apply
+        (HEAD, objects/, refs/: how git recognises a bare repository), or ''."""
+        parts = _parts(path)
+        for n in range(len(parts) - 1, 0, -1):
+            folder = "/".join(parts[:n])
+            if folder not in git_dirs:
+                head, objects, refs = (lookup(f"{folder}/{name}") for name in ("HEAD", "objects", "refs"))
+                git_dirs[folder] = (head is not None and head.kind == "file" and objects is not None
+                                    and objects.kind == "dir" and refs is not None and refs.kind == "dir")
+            if git_dirs[folder]:
+                return folder
+        return ""
+
     for c in changes:
         old, new, path = c.old, c.new, c.path
         if in_git(path):
             out.other.append(path)
             out.destructive.append((path, "changes inside .git"))
+            continue
+        bare = in_git_dir(path)
+        if bare:
+            # A person's git in that folder reads its config (core.pager,
+            # core.fsmonitor) as a repository's own: .git by another name.
+            out.other.append(path)
+            out.destructive.append((path, f"changes inside .git (a git directory at {bare}/)"))
             continue
         if in_hooks(path, rules.hooks):
             out.other.append(path)
@@ -422,6 +445,10 @@ CASES: dict[str, tuple[list[tuple], dict[str, float], bool]] = {
     "new executable": ([("run.sh", None, _n("file", 0o755))], {}, False),
     "hook": ([(".git/hooks/pre-commit", _n("file", sha="1"), _n("file", sha="2"))], {}, True),
     "symlink into .git": ([("h", None, _n("symlink", 0o777, target=".git/hooks"))], {}, True),
+    "bare repository shape": ([("x/HEAD", None, _n("file")), ("x/objects", None, _n("dir", 0o755)),
+                               ("x/refs", None, _n("dir", 0o755)), ("x/config", None, _n("file"))], {}, True),
+    "HEAD and refs alone are no git directory": ([("x/HEAD", None, _n("file")), ("x/refs", None, _n("dir", 0o755))],
+                                                 {}, False),
     "symlink via dots into .git": ([("d/h", None, _n("symlink", 0o777, target="../.GIT/config"))], {}, True),
     "pycache only": ([("pkg/__pycache__/m.pyc", None, _n("file")),
                       (".pytest_cache/v/lastfailed", _n("file", sha="1"), None)], {}, False),
