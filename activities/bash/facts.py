@@ -15,11 +15,15 @@ with those facts:
 * for a command that runs git, the settings of the repository's git config
   (and the files it includes) that name programs (an external diff, a
   textconv, a filter, a gpg program ...): any git command then asks.
+* for an allowed command that follows the symbolic links it meets while it
+  walks a folder (``grep -R``, ``find -L``, ``du -L``, ``diff -r``), whether a
+  link under that folder leads out of the workspace: the command then asks.
 
 A rejection from the first pass is final (facts only ever tighten or confirm
 a verdict). Cost: a few ``stat`` / ``realpath`` calls per path word, a
-``glob`` per glob word, and one ``git config --list`` per repository folder
-for a command that mentions git.
+``glob`` per glob word, one ``git config --list`` per repository folder
+for a command that mentions git, and a walk of the folders a link-following
+command walks (bounded like the walk of names for xargs).
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ from activities.bash.executor import MAX_GLOB_MATCHES
 from activities.sandbox.environment import command_path
 from activities.sandbox.git_config import repository_settings
 from core.shell import validate_command
+from core.paths import within
 from core.shell.facts import ALL_TOOLCHAINS, SPLIT_UNKNOWN, WorkspaceFacts, workspace_key
+from core.shell.paths import scratch
+from core.shell.programs import link_roots
 from core.shell.stdin_names import XARGS_SPLITS, names_from, split_at
 from core.shell.git_config import git_folders, program_keys
 from core.shell.verdict import Verdict
@@ -106,7 +113,8 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
     env = {"PWD": root, "PATH": command_path(root)}
     return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains,
                           git_programs=tuple(git_programs), glob_outside=_glob_outside(verdict, root), env=env,
-                          split_names=split_names(root) if _cuts_listed_names(verdict) else {})
+                          split_names=split_names(root) if _cuts_listed_names(verdict) else {},
+                          links_out=_links_out(verdict, root))
 
 
 # Bounds the walk below (a few tenths of a second on this kind of machine);
@@ -148,6 +156,71 @@ def split_names(root: str, limit: int = MAX_NAMES_CHECKED) -> dict[str, str]:
             except OSError:
                 continue
     return found
+
+
+def _links_out(verdict: Verdict, root: str) -> dict[str, str]:
+    """For each folder an allowed command of the plan walks following links
+    (``core.shell.programs.link_roots``), why that walk leaves the workspace;
+    folders where it does not are absent. One bound for all the walks."""
+    plan = verdict.plan
+    if verdict.verdict != "allow" or plan is None:
+        return {}
+    found: dict[str, str] = {}
+    checked: set[str] = set()
+    budget = [MAX_NAMES_CHECKED]
+    for part in plan.items:
+        for command in part.commands:
+            for word in link_roots(command.argv, command.glob_flags()):
+                key = workspace_key(word, plan.cwd)
+                if key in checked:
+                    continue
+                checked.add(key)
+                note = link_out(key if key.startswith("/") else os.path.join(root, key), root, budget)
+                if note is not None:
+                    found[key] = note
+    return found
+
+
+def _stays(real: str, root: str) -> bool:
+    """Whether a link's target is inside: the workspace, or the scratch /tmp
+    (inside the sandbox a private folder that starts empty)."""
+    return within(real, root) or scratch(real)
+
+
+def link_out(start: str, root: str, budget: list[int]) -> str | None:
+    """Why a walk of ``start`` that follows links leaves ``root``: the first
+    link met that leads out (followed on where it leads inside, each folder
+    once), or that the walk met more entries than ``budget[0]`` (spent here)."""
+    if not _stays(os.path.realpath(start), root):
+        return None  # the folder itself: a path word, judged as such
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        folder = stack.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue  # not a folder (or unreadable: the program cannot walk it either)
+        for entry in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return f"it holds more than {MAX_NAMES_CHECKED:,} files, too many to check for links that lead out"
+            try:
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if not _stays(target, root):
+                        return f"`{os.path.relpath(entry.path, root)}` leads to `{target}`, outside the workspace"
+                    if os.path.isdir(target):
+                        stack.append(target)  # the walk goes on there
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+            except OSError:
+                continue
+    return None
 
 
 def _glob_outside(verdict: Verdict, root: str) -> dict[str, str]:

@@ -60,6 +60,12 @@ class WorkspaceFacts:
     # in a workspace name -> one path holding it; ``SPLIT_UNKNOWN`` -> why the
     # names could not all be checked. Empty: none found, or not looked for.
     split_names: Mapping[str, str] = field(default_factory=dict)
+    # For a command that follows the symbolic links it meets while it walks a
+    # folder (``grep -R``, ``find -L``, ``diff -r``): workspace_key(folder) ->
+    # why that walk leaves the workspace (a link under it, or under a folder
+    # a link there leads to, that leads out), or that the folder was too big
+    # to check. Folders with no such link are absent.
+    links_out: Mapping[str, str] = field(default_factory=dict)
 
     def toolchain_file(self, program: str) -> str | None:
         if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):

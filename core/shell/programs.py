@@ -6,10 +6,11 @@ merges them); a handler takes (program name, arguments) and returns a ``J``."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable
 
 from core.shell.facts import TOOLCHAIN_PROGRAMS, WorkspaceFacts, workspace_key
-from core.shell.options import Opts
+from core.shell.options import Opts, long_hit, prefix_matches
 from core.shell.paths import (
     in_git_folder, path_words, physical_key, scratch, where, where_both, written_paths,
 )
@@ -160,6 +161,8 @@ def judge(
         elif outside is not None:
             via = f" (a match leads to `{leads_to}`)" if leads_to else ""
             j = ask(f"{j.reason}, but `{outside}`{via} is outside the workspace")
+        elif (walk := _walk_leaves(argv, globs, cwd, facts)) is not None:
+            j = ask(f"{j.reason}, but it follows symbolic links {walk}")
         elif toolchain is not None:
             j = ask(f"{j.reason}, but {toolchain}")
     return base, j, keys
@@ -251,6 +254,229 @@ def judge_inner(outer: str, rest: list[str]) -> J:
     inner, j = worst
     return J("ask", f"`{outer}` runs `{inner[0]}` in a project environment: {j.reason}", None, j.destructive)
 
+
+# --- walks that follow symbolic links --------------------------------------------------
+# A link named on the command line is a path word, judged where it leads; a
+# link a program meets while it walks a folder is not, so a program that
+# follows those reads wherever they lead. Per program: the options that turn
+# following on and off (the last one given wins, as each program keeps one
+# setting), and whether it follows without any. Programs not here never
+# follow links met on the way (grep -r, rg, find, du, ls -R and tree skip or
+# list them; git treats them as blobs).
+
+
+@dataclass(frozen=True)
+class _Follows:
+    on: frozenset[str]  # short letters and long names
+    off: frozenset[str] = frozenset()
+    default: bool = False
+
+
+def _follows(on: str, off: str = "", default: bool = False) -> _Follows:
+    return _Follows(frozenset(on.split()), frozenset(off.split()), default)
+
+
+_FOLLOWS: dict[str, _Follows] = {
+    # -R is -r that also follows links; a later -r keeps it (one fts setting)
+    "grep": _follows("R dereference-recursive"),
+    "rg": _follows("L follow", "no-follow"),
+    # -H / -D only dereference the command line
+    "du": _follows("L dereference", "P no-dereference H D dereference-args"),
+    # -L stats (and with -R lists) what each entry leads to
+    "ls": _follows("L dereference", "H dereference-command-line dereference-command-line-symlink-to-dir"),
+    "tree": _follows("l"),
+    # compares the files behind links in the folders it is given (and, with -r, below)
+    "diff": _follows("", "no-dereference", default=True),
+}
+for _name in ("egrep", "fgrep"):
+    _FOLLOWS[_name] = _FOLLOWS["grep"]
+
+
+def _options_in_order(args: list[str], spec: Opts) -> list[tuple[str, ...]]:
+    """The options of ``args`` as given (letters, full long names), values
+    skipped; a long prefix that fits several names gives them all."""
+    out: list[tuple[str, ...]] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a == "--":
+            break
+        if a.startswith("--"):
+            name, eq, _ = a[2:].partition("=")
+            names = prefix_matches(name, tuple(spec.long | spec.long_arg))
+            out.append(names)
+            if not eq and any(n in spec.long_arg for n in names):
+                i += 1
+        elif len(a) > 1 and a[0] == "-" and not (spec.numeric and a[1:].isdigit()):
+            for k, c in enumerate(a[1:], 2):
+                out.append((c,))
+                if c in spec.short_arg:
+                    if k == len(a):  # the value is the next word
+                        i += 1
+                    break
+                if c in spec.short_opt:
+                    break
+    return out
+
+
+def _find_follows(args: list[str]) -> bool:
+    """find's -L (before its roots; a later -H / -P undoes it) or -follow."""
+    follow = False
+    for a in args:
+        if a in ("-L", "-H", "-P"):
+            follow = a == "-L"
+        elif not a.startswith("-") or a == "-":
+            break
+    return follow or "-follow" in args
+
+
+# xargs options that take the next word as their value
+XARGS_VALUED = frozenset("-n -L -s -P -d -E -a --max-args --max-lines --max-procs --delimiter --max-chars --eof "
+                         "--arg-file".split())
+
+
+def xargs_command(args: list[str]) -> tuple[int, str | None]:
+    """Where xargs's command starts in ``args``, and the file ``-a`` reads the words from."""
+    i, from_file = 0, None
+    while i < len(args) and args[i].startswith("-") and args[i] != "-":
+        a = args[i]
+        i += 1
+        if a == "--":
+            break
+        nxt = args[i] if i < len(args) else ""
+        if long_hit(a, ("arg-file",)):
+            from_file = a.partition("=")[2] if "=" in a else nxt
+        elif a.startswith("-a"):
+            from_file = a[2:] or nxt
+        if a in ("-I", "-a") or a in XARGS_VALUED or (long_hit(a, ("arg-file",)) and "=" not in a):
+            i += 1
+    return i, from_file
+
+
+def link_roots(argv: tuple[str, ...] | list[str], globs: tuple[bool, ...] = ()) -> tuple[str, ...]:
+    """The folders ``argv`` walks following the symbolic links it meets there
+    (its path words as written, ``.`` when it names none), or ``()`` when it
+    follows none. ``globs`` flags the glob words of ``argv``. ``find -exec``
+    and ``xargs`` follow links when the command they run does."""
+    if not argv:
+        return ()
+    fam = family(argv[0].rsplit("/", 1)[-1].lower())
+    args = list(argv[1:])
+    flags = globs[1:] if globs else ()
+    if fam == "xargs":
+        start = 1 + xargs_command(args)[0]
+        # the names come on stdin (from a lister: anywhere in the workspace)
+        return (".",) if link_roots(argv[start:]) else ()
+    if fam == "find":
+        roots = _find_roots(args)
+        walked = list(roots) if _find_follows(args) else []
+        for inner in _find_execs(args):
+            for root in roots:
+                if link_roots([root if w == "{}" else w for w in inner]):
+                    walked.append(root)
+        return tuple(dict.fromkeys(walked))
+    rule = _FOLLOWS.get(fam)
+    spec = OPTION_SPECS.get(fam)
+    if rule is None or spec is None:
+        return ()
+    follow = rule.default
+    for names in _options_in_order(args, spec):
+        if rule.on.intersection(names):  # an ambiguous prefix that may turn it on: on (fail closed)
+            follow = True
+        elif rule.off.intersection(names):
+            follow = False
+    if not follow:
+        return ()
+    return tuple(dict.fromkeys(path_words(fam, args, flags, spec))) or (".",)
+
+
+def _find_roots(args: list[str]) -> list[str]:
+    """find's starting points: the words after -H / -L / -P and before the first predicate."""
+    roots = []
+    for a in args:
+        if a in ("-L", "-H", "-P") and not roots:
+            continue
+        if a.startswith("-") or a in ("(", "!", ","):
+            break
+        roots.append(a)
+    return roots or ["."]
+
+
+def _find_execs(args: list[str]) -> list[list[str]]:
+    """The commands of find's -exec / -execdir (``{}`` as written)."""
+    out, i = [], 0
+    while i < len(args):
+        if args[i] in ("-exec", "-execdir"):
+            end = next((k for k in range(i + 1, len(args)) if args[k] in (";", "+")), len(args))
+            out.append(args[i + 1:end])
+            i = end
+        i += 1
+    return out
+
+
+def _walk_leaves(argv: tuple[str, ...], globs: tuple[bool, ...], cwd: str | None,
+                 facts: WorkspaceFacts | None) -> str | None:
+    """Where a walk of ``argv`` that follows links leaves the workspace, by the
+    facts (a link under one of its folders that leads out), or None."""
+    if facts is None or not facts.links_out:
+        return None
+    for root in link_roots(argv, globs):
+        note = facts.links_out.get(workspace_key(root, cwd))
+        if note is not None:
+            return f"while it walks `{root}`, and {note}"
+    return None
+
+
+# Which folders a command walks following links (roots as written, () none),
+# run by tests/shell/test_shell_rules.py.
+LINK_CASES: list[tuple[str, tuple[str, ...]]] = [
+    ("grep -R secret .", (".",)),
+    ("grep -rn secret .", ()),  # -r skips links met on the way
+    ("grep -Rn secret", (".",)),  # no folder named: the working folder
+    ("grep -rnR -e x src docs", ("src", "docs")),
+    ("grep -R -r x src", ("src",)),  # a later -r keeps following
+    ("grep --dereference-recursive x docs", ("docs",)),
+    ("grep -d recurse x docs", ()),
+    ("grep -e -R x", ()),  # -R is -e's value (the pattern)
+    ("grep -f pats -r x", ()),
+    ("egrep -R x src", ("src",)),
+    ("rg -L pattern", (".",)),
+    ("rg --follow -n TODO src", ("src",)),
+    ("rg -uuL TODO", (".",)),
+    ("rg -L --no-follow TODO", ()),
+    ("rg -e -L TODO", ()),
+    ("rg --files -L", (".",)),
+    ("rg TODO src", ()),
+    ("find -L . -name '*.conf'", (".",)),
+    ("find -L src docs -type f", ("src", "docs")),
+    ("find . -follow -name x", (".",)),
+    ("find -L -P . -name x", ()),
+    ("find -H . -name x", ()),
+    ("find . -name x -exec cat {} +", ()),
+    ("find -L . -name '*.conf' -exec cat {} +", (".",)),
+    ("find src -maxdepth 1 -exec grep -R x {} +", ("src",)),
+    ("xargs -0 grep -R x", (".",)),
+    ("xargs -n 1 grep -r x", ()),
+    ("du -L", (".",)),
+    ("du -shL src", ("src",)),
+    ("du -L -P src", ()),
+    ("du -L --dereference-args src", ()),
+    ("du --dereference src", ("src",)),
+    ("du -sh src", ()),
+    ("ls -RL", (".",)),
+    ("ls -lL docs", ("docs",)),
+    ("ls -RL -H docs", ()),
+    ("ls -R docs", ()),
+    ("ls -I -L docs", ()),  # -L is -I's value (a pattern)
+    ("tree -l", (".",)),
+    ("tree -L 2 docs", ()),  # -L is a depth
+    ("diff -r a b", ("a", "b")),
+    ("diff a.txt b.txt", ("a.txt", "b.txt")),
+    ("diff -r --no-dereference a b", ()),
+    ("cat docs/x", ()),
+    ("git grep x", ()),
+]
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [

@@ -16,7 +16,7 @@ from __future__ import annotations
 from core.shell.facts import SPLIT_UNKNOWN, WorkspaceFacts
 from core.shell.options import long_hit, scan, short_hit
 from core.shell.paths import path_words
-from core.shell.programs import OPTION_SPECS, family
+from core.shell.programs import OPTION_SPECS, family, xargs_command
 from core.shell.verdict import J, ask
 
 # Options whose value is a file (`-`: stdin) that holds the names of the files to open.
@@ -37,29 +37,6 @@ _READS_NAMES = frozenset({"xargs", "find", *_CHECKSUMS, *_NAMES_FROM_LONG, *_NAM
 
 def _fam(argv: tuple[str, ...] | list[str]) -> str:
     return family(argv[0].rsplit("/", 1)[-1].lower()) if argv else ""
-
-
-# xargs options that take the next word as their value
-XARGS_VALUED = frozenset("-n -L -s -P -d -E -a --max-args --max-lines --max-procs --delimiter --max-chars --eof "
-                         "--arg-file".split())
-
-
-def xargs_command(args: list[str]) -> tuple[int, str | None]:
-    """Where xargs's command starts in ``args``, and the file ``-a`` reads the words from."""
-    i, from_file = 0, None
-    while i < len(args) and args[i].startswith("-") and args[i] != "-":
-        a = args[i]
-        i += 1
-        if a == "--":
-            break
-        nxt = args[i] if i < len(args) else ""
-        if long_hit(a, ("arg-file",)):
-            from_file = a.partition("=")[2] if "=" in a else nxt
-        elif a.startswith("-a"):
-            from_file = a[2:] or nxt
-        if a in ("-I", "-a") or a in XARGS_VALUED or (long_hit(a, ("arg-file",)) and "=" not in a):
-            i += 1
-    return i, from_file
 
 
 def names_from(argv: tuple[str, ...] | list[str]) -> str | None:

@@ -360,3 +360,99 @@ async def test_a_nested_repository_named_by_git_c_is_checked_and_neutralised(wor
     out = await execute_plan(plan, str(workspace), 20, sandbox="off")
     assert not canary.exists(), canary.read_text()
     assert out.exit_code == 0 and "+two" in out.output, out.output
+
+
+# --- recursion that follows symbolic links ------------------------------------------------
+
+# Each walks `docs`, where a planted `docs/x` leads to /etc, and follows it.
+_FOLLOWING = [
+    "grep -R -l . docs", "grep --dereference-recursive -l . docs", "grep -rR -l . docs", "grep -Rl .",
+    "rg -L -l . docs", "rg --follow -l .", "find -L docs -name hostname", "find docs -follow -name hostname",
+    "find -L . -name hostname -exec cat {} +", "find docs -maxdepth 1 -exec grep -R -l . {} +",
+    "find docs -print0 | xargs -0 grep -R -l .", "du -aL docs", "du -a --dereference", "ls -RL docs",
+    "ls -R --dereference", "tree -l docs", "diff -r docs other", "diff -rq docs other", "diff docs other",
+    "cd docs && grep -R -l . .", "grep -R -l . do*",
+]
+# The same walks that do not follow links met on the way.
+_NOT_FOLLOWING = [
+    "grep -r -l . docs", "grep -r -l .", "grep -R -r -l . src", "rg -l . docs", "rg -L --no-follow -l . docs",
+    "find docs -name hostname", "find -L -P docs -name hostname", "find -H docs -name hostname", "du -a docs",
+    "du -aL -P docs", "du -a --dereference-args docs", "ls -R docs", "ls -RL -H docs", "tree docs",
+    "diff -r --no-dereference docs other", "grep -R -l . src", "diff -r src other",
+]
+
+
+def _linked_workspace(ws: Path, target: str) -> None:
+    (ws / "src").mkdir()
+    (ws / "src" / "a.py").write_text("print(1)\n")
+    (ws / "docs").mkdir()
+    (ws / "docs" / "guide.md").write_text("guide\n")
+    (ws / "docs" / "x").symlink_to(target)
+    (ws / "other" / "x").mkdir(parents=True)
+    (ws / "other" / "x" / "hostname").write_text("not the host\n")
+    (ws / "other" / "guide.md").write_text("guide\n")
+
+
+@pytest.mark.parametrize("command", _FOLLOWING)
+def test_recursion_that_follows_a_planted_link_out_of_the_workspace_asks(workspace: Path, command: str) -> None:
+    """`docs/x -> /etc`: a walk that follows links reads /etc (the real
+    programs, unsandboxed, print what lies there); the command asks and says
+    which link leads where."""
+    _linked_workspace(workspace, "/etc")
+    verdict = validate_in_workspace(command, str(workspace))
+    assert verdict.verdict == "ask", (command, verdict.reason)
+    assert "docs/x" in verdict.reason and "/etc" in verdict.reason, verdict.reason
+
+
+def test_the_real_programs_follow_the_planted_link(workspace: Path) -> None:
+    _linked_workspace(workspace, "/etc")
+    outside = Path("/etc/hostname").read_text() if os.path.exists("/etc/hostname") else None
+
+    def run(command: str) -> str:
+        return subprocess.run(["sh", "-c", command + " 2>/dev/null"], cwd=workspace, capture_output=True,
+                              text=True, timeout=30, check=False).stdout
+
+    assert "docs/x/hostname" in run("grep -R -l . docs --include=hostname")
+    assert "docs/x/hostname" not in run("grep -r -l . docs --include=hostname")  # -r: only named links
+    assert "docs/x/hostname" in run("find -L docs -name hostname")
+    assert "docs/x/hostname" not in run("find docs -name hostname")
+    assert "docs/x/hostname" in run("du -aL docs")
+    assert "hostname" in run("ls -RL docs") and "hostname" not in run("ls -R docs")
+    if outside is not None:  # diff -r compares the files behind the link, and prints them
+        assert outside.strip() in run("diff -r docs other")
+        assert outside.strip() not in run("diff -r --no-dereference docs other")
+
+
+@pytest.mark.parametrize("command", _NOT_FOLLOWING)
+def test_recursion_that_does_not_follow_links_stays_allowed(workspace: Path, command: str) -> None:
+    _linked_workspace(workspace, "/etc")
+    verdict = validate_in_workspace(command, str(workspace))
+    assert verdict.verdict == "allow", (command, verdict.reason)
+
+
+@pytest.mark.parametrize("command", _FOLLOWING)
+def test_recursion_that_follows_links_inside_the_workspace_stays_allowed(workspace: Path, command: str) -> None:
+    _linked_workspace(workspace, "../src")
+    assert validate_in_workspace(command, str(workspace)).verdict == "allow", command
+
+
+def test_a_link_reached_through_another_link_is_found(workspace: Path) -> None:
+    """`docs/x -> ../deep` (inside) and `deep/y -> /etc`: the walk of docs follows x."""
+    _linked_workspace(workspace, "../deep")
+    (workspace / "deep").mkdir()
+    (workspace / "deep" / "y").symlink_to("/etc")
+    verdict = validate_in_workspace("grep -R -l . docs", str(workspace))
+    assert verdict.verdict == "ask" and "deep/y" in verdict.reason, verdict.reason
+    assert validate_in_workspace("grep -R -l . src", str(workspace)).verdict == "allow"
+
+
+def test_the_walk_for_links_is_bounded_and_runs_only_for_such_commands(workspace: Path) -> None:
+    from activities.bash.facts import link_out
+
+    _linked_workspace(workspace, "../src")
+    assert link_out(str(workspace), str(workspace), [1000]) is None
+    assert "too many" in (link_out(str(workspace), str(workspace), [3]) or "")  # too big: the command asks
+    (workspace / "src" / "up").symlink_to("/etc")
+    assert validate_in_workspace("grep -r -l . docs", str(workspace)).verdict == "allow"  # no walk that follows
+    verdict = validate_in_workspace("grep -R -l . docs", str(workspace))  # docs/x -> ../src, src/up -> /etc
+    assert verdict.verdict == "ask" and "src/up" in verdict.reason, verdict.reason

@@ -51,3 +51,22 @@ def test_data_options_are_value_taking_options_of_their_program() -> None:
         takes_value = spec.short_arg | spec.short_opt | spec.long_arg
         assert spec.data <= takes_value, (program, sorted(spec.data - takes_value))
         assert not (spec.data & spec.short), (program, "a data letter is also listed as a flag")
+
+
+def _link_cases() -> list[tuple[str, tuple[str, ...]]]:
+    from core.shell.programs import LINK_CASES
+
+    return LINK_CASES
+
+
+@pytest.mark.parametrize(("command", "roots"), _link_cases(), ids=[c for c, _ in _link_cases()])
+def test_link_following_walk(command: str, roots: tuple[str, ...]) -> None:
+    """Which folders a command walks following the symbolic links it meets
+    (core.shell.programs.link_roots): by each program's options, in order."""
+    import shlex
+
+    from core.shell.programs import link_roots
+
+    assert link_roots(shlex.split(command)) == roots, command
+    if roots:  # and the command itself is one the validator allows (else the walk never matters)
+        assert validate_command(command).verdict == "allow", command

@@ -13,8 +13,7 @@
 from __future__ import annotations
 
 from core.shell.options import long_hit
-from core.shell.programs import Handler, judge
-from core.shell.stdin_names import XARGS_VALUED
+from core.shell.programs import XARGS_VALUED, Handler, judge
 from core.shell.verdict import H_INTERACTIVE, RANK, J, allow, ask, rej
 
 _FIND_EXEC = frozenset(["-exec", "-execdir"])
