@@ -181,18 +181,26 @@ def _links_out(verdict: Verdict, root: str) -> dict[str, str]:
     return found
 
 
+# Installed system software: what a virtualenv's interpreter link points at
+# (`.venv/bin/python -> /usr/bin/python3`). Programs and libraries hold no
+# one's secrets; /etc, homes and the rest of the host still count as outside.
+SYSTEM_SOFTWARE = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
 def _stays(real: str, root: str) -> bool:
-    """Whether a link's target is inside: the workspace, or the scratch /tmp
-    (inside the sandbox a private folder that starts empty)."""
-    return within(real, root) or scratch(real)
+    """Whether a walk that follows a link to ``real`` stays where it may read:
+    the workspace, the scratch /tmp (inside the sandbox a private folder that
+    starts empty), or installed system software."""
+    return within(real, root) or scratch(real) or any(within(real, d) for d in SYSTEM_SOFTWARE)
 
 
 def link_out(start: str, root: str, budget: list[int]) -> str | None:
     """Why a walk of ``start`` that follows links leaves ``root``: the first
     link met that leads out (followed on where it leads inside, each folder
     once), or that the walk met more entries than ``budget[0]`` (spent here)."""
-    if not _stays(os.path.realpath(start), root):
-        return None  # the folder itself: a path word, judged as such
+    real_start = os.path.realpath(start)
+    if not (within(real_start, root) or scratch(real_start)):
+        return None  # the folder itself: a path word, judged as such (and not walked: /usr is big)
     seen: set[str] = set()
     stack = [start]
     while stack:

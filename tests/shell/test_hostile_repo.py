@@ -456,3 +456,20 @@ def test_the_walk_for_links_is_bounded_and_runs_only_for_such_commands(workspace
     assert validate_in_workspace("grep -r -l . docs", str(workspace)).verdict == "allow"  # no walk that follows
     verdict = validate_in_workspace("grep -R -l . docs", str(workspace))  # docs/x -> ../src, src/up -> /etc
     assert verdict.verdict == "ask" and "src/up" in verdict.reason, verdict.reason
+
+
+def test_a_virtualenv_linking_its_interpreter_from_usr_keeps_grep_R_allowed(workspace: Path) -> None:
+    """`.venv/bin/python -> /usr/bin/python3` is how venvs are made: system
+    software under /usr, /bin and /lib is no one's secret, so a walk that
+    meets it stays allowed; /etc, a home and the rest still ask."""
+    real_python = next(p for p in ("/usr/bin/python3", "/usr/bin/env") if os.path.exists(p))
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "bin" / "python").symlink_to(real_python)
+    (workspace / "src").mkdir()
+    (workspace / "src" / "a.py").write_text("x = 1\n")
+    for command in ("grep -R -n 'x =' .", "du -aL .", "find -L . -name '*.py'"):
+        verdict = validate_in_workspace(command, str(workspace))
+        assert verdict.verdict == "allow", (command, verdict.reason)
+    (workspace / ".venv" / "etc").symlink_to("/etc")
+    verdict = validate_in_workspace("grep -R -n 'x =' .", str(workspace))
+    assert verdict.verdict == "ask" and ".venv/etc" in verdict.reason, verdict.reason
