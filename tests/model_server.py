@@ -87,8 +87,13 @@ class Reply:
     reasoning_details: Any = None
     # An error sent inside the stream (HTTP 200) after this many pieces, in
     # the provider's shape (OpenAI: a chunk {"error": ...}; Anthropic: an
-    # ``error`` event); the stream ends there. (pieces, Failure)
-    stream_error: "tuple[int, Failure] | None" = None
+    # ``error`` event); the stream ends there. (pieces, Failure); a str is
+    # the event's data verbatim (OpenAI: e.g. {"error": "a plain string"}).
+    stream_error: "tuple[int, Failure | str] | None" = None
+    # OpenAI: the content as a list of typed parts ({"type": "text", ...}),
+    # streamed and whole, as Mistral sends it; ``reasoning`` then comes as
+    # {"type": "thinking", "thinking": [text parts]} parts before the text.
+    content_parts: bool = False
     # The tool calls' ids, one per call, as a misbehaving server sends them
     # (repeated, empty; None: no id field at all). None: unique generated ids.
     call_ids: list[str | None] | None = None
@@ -343,7 +348,9 @@ class ScriptedModelServer:
 
 
 # ------------------------------------------------------------ rendering
-def _stream_error(provider: str, failure: Failure) -> str:
+def _stream_error(provider: str, failure: Failure | str) -> str:
+    if isinstance(failure, str):
+        return f"data: {failure}\n\n"
     if provider == "openai":
         error: dict[str, Any] = {"message": failure.message, "type": failure.kind, "code": failure.code}
         if failure.status != 200:  # as vLLM sends it: the HTTP status it would have answered
@@ -422,7 +429,10 @@ def _openai_usage(reply: Reply) -> dict[str, int]:
 
 def _openai_json(reply: Reply, index: int, body: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
-    if reply.reasoning is not None:
+    if reply.content_parts:
+        message["content"] = ([{"type": "thinking", "thinking": [{"type": "text", "text": reply.reasoning}]}]
+                              if reply.reasoning else []) + [{"type": "text", "text": reply.text}]
+    elif reply.reasoning is not None:
         message["reasoning_content"] = reply.reasoning
     if reply.reasoning_details is not None:
         message["reasoning_details"] = reply.reasoning_details
@@ -457,12 +467,14 @@ def _openai_events(reply: Reply, index: int, body: dict[str, Any]) -> list[tuple
 
     events = [(chunk({"role": "assistant", "content": ""}), False)]
     for piece in _pieces(reply.reasoning or "", reply.chars_per_token):
-        events.append((chunk({"reasoning_content": piece}), True))
+        thought = {"type": "thinking", "thinking": [{"type": "text", "text": piece}]}
+        events.append((chunk({"content": [thought]} if reply.content_parts else {"reasoning_content": piece}), True))
     if reply.reasoning_details is not None:
         for details in _detail_deltas(reply.reasoning_details, reply.chars_per_token):
             events.append((chunk({"reasoning_details": details}), True))
     for piece in _pieces(reply.text, reply.chars_per_token):
-        events.append((chunk({"content": piece}), True))
+        content: Any = [{"type": "text", "text": piece}] if reply.content_parts else piece
+        events.append((chunk({"content": content}), True))
     for i, call in enumerate(reply.tool_calls):
         call_id, arguments = _call_id(reply, "call", index, i), _arguments_text(call)
         extra = reply.openai_call_extra or {}

@@ -50,7 +50,7 @@ from core.session.providers import transcript_call_ids
 from core.tools.arguments import escape_surrogates, input_problem, replace_surrogates
 from core.session.stream_assembly import AssembledCall, AssembledResponse, StreamAssembler
 from core.session.transcript import TranscriptCorrupted
-from core.session.unstreamed import NotAnAnswer
+from core.session.unstreamed import ErrorBody, NotAnAnswer
 from core.names import APPEND_TRANSCRIPT_ACTIVITY, CALL_MODEL_ACTIVITY, DESCRIBE_TURN_ACTIVITY, STATUS_QUERY
 
 HEARTBEAT_EVERY_S = 2.0
@@ -170,7 +170,10 @@ def classify(provider: str, exc: BaseException) -> ApplicationError | None:
         return ApplicationError(str(exc), type=errors.SERVER_ERROR)
     if isinstance(exc, module.connection_errors() + _TRANSPORT_ERRORS):
         return ApplicationError(redact(f"cannot reach the model API: {exc}"), type=errors.CONNECTION_ERROR)
-    details = module.error_details(exc)
+    if isinstance(exc, ErrorBody):  # the provider's error object, answered with 200
+        details: tuple[int, str, str | None, dict[str, str]] | None = (exc.status, exc.message, exc.code, {})
+    else:
+        details = module.error_details(exc)
     if details is None:
         return None
     status, message, code, headers = details

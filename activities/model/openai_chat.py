@@ -66,7 +66,9 @@ async def stream_items(
                 yield item
             return
         async for chunk in stream:
-            yield chunk.model_dump(exclude_none=True)
+            # What servers send beyond the SDK's types (content as a list of
+            # parts, an object for arguments) is read as it came: no warning per chunk.
+            yield chunk.model_dump(exclude_none=True, warnings=False)
 
 
 def error_details(exc: BaseException) -> tuple[int, str, str | None, dict[str, str]] | None:
@@ -85,4 +87,6 @@ def error_details(exc: BaseException) -> tuple[int, str, str | None, dict[str, s
         if isinstance(code, int) and 400 <= code < 600:
             return code, message, None, {}
         return 200, message, code if isinstance(code, str) else (kind if isinstance(kind, str) else None), {}
+    if isinstance(exc, sdk().APIError) and isinstance(exc.body, str) and exc.body:
+        return 200, exc.body, None, {}  # {"error": "text"}: the SDK keeps only the text as the body
     return None

@@ -96,7 +96,9 @@ def url_refusal(provider: str, asked: str, configured: str | None, allowed: str)
 
 _CONTEXT = re.compile(
     r"context[_ ]length|context window|maximum context|prompt is too long|too many tokens|"
-    r"input is too long|exceeds the model's|reduce the length",
+    r"input is too long|exceeds the model's|reduce the length|"
+    # llama.cpp's server; Anthropic when input and max_tokens overflow; Gemini
+    r"context size|context limit|input token count",
     re.IGNORECASE,
 )
 
@@ -120,6 +122,8 @@ def type_for_status(status: int, message: str, code: str | None = None) -> str:
         return PERMISSION_DENIED
     if status == 404:
         return MODEL_NOT_FOUND
+    if status == 413:  # the request body outgrew what the server (or a proxy) takes: the conversation did
+        return CONTEXT_TOO_LONG
     if code == "context_length_exceeded" or _CONTEXT.search(message or ""):
         return CONTEXT_TOO_LONG
     return BAD_REQUEST

@@ -245,10 +245,9 @@ class StreamAssembler:
             if choice.get("index", 0) != 0:
                 continue  # we ask for one choice
             delta = choice.get("delta") or {}
-            if delta.get("content"):
-                self._text.append(delta["content"])
-            if delta.get("refusal"):  # a refusal streams here instead of content: it is the answer
-                self._text.append(delta["refusal"])
+            self._text.extend(_texts(delta.get("content")))
+            # a refusal streams here instead of content: it is the answer
+            self._text.extend(_texts(delta.get("refusal")))
             for name in _REASONING_FIELDS:
                 if isinstance(delta.get(name), str) and delta[name]:
                     self._reasoning.setdefault(name, []).append(delta[name])
@@ -423,6 +422,18 @@ class StreamAssembler:
             reasoning={name: "".join(parts) for name, parts in self._reasoning.items()},
             reasoning_details=[self._reasoning_details[i] for i in sorted(self._reasoning_details)],
         )
+
+
+def _texts(content: Any) -> list[str]:
+    """The answer's text in a delta's content: a string, or a list of typed
+    parts as Mistral sends it, whose "text" parts are the answer (its
+    reasoning models' "thinking" parts are not; Mistral needs them not back)."""
+    if isinstance(content, str):
+        return [content] if content else []
+    if not isinstance(content, list):
+        return []
+    return [part["text"] for part in content
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)]
 
 
 def _is_index(value: Any) -> bool:

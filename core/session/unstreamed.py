@@ -22,8 +22,49 @@ class NotAnAnswer(ValueError):
     """The body is neither a streamed answer nor a whole one."""
 
 
+class ErrorBody(Exception):
+    """The body (or an item of events labelled JSON) is the provider's error
+    object, answered with 200 as some gateways do: classified like an error
+    inside a stream, by its code or type and its words. ``status`` is the
+    HTTP status the error names as its code (OpenRouter, vLLM), else 200."""
+
+    def __init__(self, status: int, message: str, code: str | None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
+
+
+def _error_in(item: Any) -> ErrorBody | None:
+    """The error an item is: OpenAI's {"error": {...} or "text"}, Anthropic's
+    {"type": "error", "error": {...}}; None for anything else."""
+    if not isinstance(item, dict):
+        return None
+    # (as the SDKs read a stream: any OpenAI item with an error, even one
+    # that also has choices, as OpenRouter's last chunk; an Anthropic error event)
+    if not (item.get("type") == "error" or (item.get("error") and "type" not in item)):
+        return None
+    error = item.get("error")
+    if not isinstance(error, dict):
+        return ErrorBody(200, str(error or json.dumps(item))[:2000], None)
+    message = error.get("message")
+    message = message if isinstance(message, str) and message else json.dumps(error)[:2000]
+    code, kind = error.get("code"), error.get("type")
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+        return ErrorBody(code, message, None)
+    label = code if isinstance(code, str) else kind if isinstance(kind, str) else None
+    return ErrorBody(200, message, label)
+
+
+def _raise_errors(items: list[Any]) -> list[Any]:
+    for item in items:
+        error = _error_in(item)
+        if error is not None:
+            raise error
+    return items
+
+
 def openai_chunks(body: Any) -> list[dict[str, Any]]:
     """A ``chat.completion`` as one ``chat.completion.chunk``."""
+    _raise_errors([body])
     if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
         raise NotAnAnswer(_describe(body, "a chat.completion with choices"))
     choices = []
@@ -49,6 +90,7 @@ def openai_chunks(body: Any) -> list[dict[str, Any]]:
 
 def anthropic_events(body: Any) -> list[dict[str, Any]]:
     """A Messages ``message`` as the events that would have streamed it."""
+    _raise_errors([body])
     if not isinstance(body, dict) or not isinstance(body.get("content"), list):
         raise NotAnAnswer(_describe(body, "a message with content"))
     usage = body.get("usage") or {}
@@ -78,13 +120,13 @@ def anthropic_events(body: Any) -> list[dict[str, Any]]:
 def openai_items(data: bytes) -> list[dict[str, Any]]:
     """The stream items a body labelled JSON stands for (OpenAI shapes)."""
     body = _decode(data)
-    return body if isinstance(body, list) else openai_chunks(body)
+    return _raise_errors(body) if isinstance(body, list) else openai_chunks(body)
 
 
 def anthropic_items(data: bytes) -> list[dict[str, Any]]:
     """The stream items a body labelled JSON stands for (Anthropic shapes)."""
     body = _decode(data)
-    return body if isinstance(body, list) else anthropic_events(body)
+    return _raise_errors(body) if isinstance(body, list) else anthropic_events(body)
 
 
 def _decode(data: bytes) -> Any:
