@@ -90,6 +90,9 @@ class Reply:
     # ``error`` event); the stream ends there. (pieces, Failure); a str is
     # the event's data verbatim (OpenAI: e.g. {"error": "a plain string"}).
     stream_error: "tuple[int, Failure | str] | None" = None
+    # The stream's body verbatim, each string one write (a behaviour the
+    # other fields do not render: odd line endings, comments, odd data).
+    raw_stream: list[str] | None = None
     # OpenAI: the content as a list of typed parts ({"type": "text", ...}),
     # streamed and whole, as Mistral sends it; ``reasoning`` then comes as
     # {"type": "thinking", "thinking": [text parts]} parts before the text.
@@ -317,6 +320,8 @@ class ScriptedModelServer:
         await writer.drain()
         await asyncio.sleep(reply.first_token_delay_s)
         events = _openai_events(reply, index, body) if provider == "openai" else _anthropic_events(reply, index, body)
+        if reply.raw_stream is not None:
+            events = [(text, False) for text in reply.raw_stream]
         if reply.end_early is not False:
             events = [e for e in events if not any(mark in e[0] for mark in
                                                    ('"finish_reason": "', "message_delta", "message_stop"))]

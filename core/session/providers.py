@@ -111,7 +111,9 @@ def anthropic_request(entries: list[TranscriptEntry]) -> tuple[str, list[dict[st
             add("user", [{"type": "text", "text": entry.text}])
         elif entry.kind == "assistant":
             blocks: list[dict[str, Any]] = list(entry.thinking)
-            if entry.text:
+            # Anthropic refuses a text block of only whitespace (models often
+            # stream "\n\n" before their tool calls); the transcript keeps it.
+            if entry.text.strip():
                 blocks.append({"type": "text", "text": entry.text})
             for c in entry.tool_calls:
                 blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _arguments_object(c)})

@@ -388,3 +388,20 @@ async def test_a_lone_surrogate_in_what_goes_back_unchanged_is_replaced_not_fata
     sent = json.dumps(bodies[1]["messages"], ensure_ascii=False)
     assert "sig \ufffd nature" in sent, sent
     assert "alpha" in last_results(provider, bodies[1])[0].text
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_answer_of_only_whitespace_goes_back_in_a_shape_the_api_takes(provider: str, rig: Rig) -> None:
+    # Models and compatible servers often stream "\n\n" as the text before
+    # their tool calls, or answer with nothing but a newline; Anthropic
+    # refuses a text block without non-whitespace text in the next request.
+    sid, bodies = await rig.run(provider, Reply(text="\n\n", tool_calls=[tool("read_file", path="a.txt")]),
+                                Reply(text=" \n"))
+    prompt = _prompt(bodies[0])
+    rig.scripts.replies[prompt] = [Reply(text="alpha it is")]
+    answered = await sessions.send(rig.env.client, sid, "and?", wait=True)
+    assert answered is not None and answered.last_answer == "alpha it is"
+    for body in rig.scripts.seen[prompt]:
+        check_transcript(provider, body)
+    assert "alpha" in last_results(provider, bodies[1])[0].text
+    await sessions.close(rig.env.client, sid)
