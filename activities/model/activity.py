@@ -102,11 +102,15 @@ async def stream_model(
     cut = assembler.cut_short()
     if cut is not None:
         raise StreamCut(f"{cut}, with no finish_reason / message_stop: the server or a proxy cut it")
+    failed = assembler.failed()
+    if failed is not None:
+        raise StreamCut(failed)
     return assembler.finish()
 
 
 class StreamCut(Exception):
-    """The stream closed cleanly, visibly before the answer was done."""
+    """The stream closed cleanly, visibly before the answer was done (or
+    the server said it had failed)."""
 
 
 def credentials(config: ModelConfig) -> tuple[str, str | None]:

@@ -31,6 +31,9 @@ _STOP_NAMES = {
     "length": STOP_MAX_TOKENS, "max_tokens": STOP_MAX_TOKENS,
 }
 
+# finish_reasons by which a server says it failed or dropped the request
+# (vLLM: "abort"; others: "error"): what streamed before is half an answer.
+_FAILED_STOPS = frozenset({"abort", "error"})
 
 # What OpenAI's own tool_calls deltas hold; anything else a server adds is kept.
 _OPENAI_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
@@ -254,8 +257,9 @@ class StreamAssembler:
             self._merge_reasoning_details(delta.get("reasoning_details"))
             for tc in delta.get("tool_calls") or []:
                 function = tc.get("function") or {}
-                key = self._openai_key(tc.get("index"), tc.get("id"), function.get("name"))
-                call = self._call_for(key, tc.get("id"), function.get("name"))
+                call_id, name = _text_or_none(tc.get("id")), _text_or_none(function.get("name"))
+                key = self._openai_key(tc.get("index"), call_id, name)
+                call = self._call_for(key, call_id, name)
                 call.extra.update((k, v) for k, v in tc.items() if k not in _OPENAI_CALL_FIELDS)
                 arguments = function.get("arguments") or ""
                 if not isinstance(arguments, str):  # some servers send the object itself
@@ -323,9 +327,11 @@ class StreamAssembler:
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
-                call = self._call_for(event.get("index", 0), block.get("id"), block.get("name"))
-                if block.get("input"):  # a server may send the whole input at once
-                    self._append_arguments(call, json.dumps(block["input"]))
+                call = self._call_for(event.get("index", 0), _text_or_none(block.get("id")),
+                                      _text_or_none(block.get("name")))
+                given = block.get("input")
+                if given:  # a server may send the whole input at once, some as JSON text (OpenAI's way)
+                    self._append_arguments(call, given if isinstance(given, str) else json.dumps(given))
             elif block.get("type") == "text" and block.get("text"):
                 self._text.append(block["text"])
             elif block.get("type") in ("thinking", "redacted_thinking"):
@@ -404,6 +410,12 @@ class StreamAssembler:
                 return f"the stream ended inside the arguments of tool call {call.position + 1} ({call.name or '?'})"
         return None
 
+    def failed(self) -> str | None:
+        """Why the server, by its own finish_reason, did not finish the answer (None: it did)."""
+        if self._stop in _FAILED_STOPS:
+            return f"the server ended the answer with finish_reason {self._stop!r}: it failed or dropped the request"
+        return None
+
     def finish(self) -> AssembledResponse:
         calls = sorted(self._calls.values(), key=lambda c: c.position)
         for call in calls:
@@ -434,6 +446,12 @@ def _texts(content: Any) -> list[str]:
         return []
     return [part["text"] for part in content
             if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)]
+
+
+def _text_or_none(value: Any) -> str | None:
+    """An id or a name as a string; one of another type (a number) is as
+    good as none: the call gets an id of its own."""
+    return value if isinstance(value, str) else None
 
 
 def _is_index(value: Any) -> bool:

@@ -129,3 +129,65 @@ async def test_a_conversation_too_long_is_known_by_each_servers_words(
     classified = await _classified(provider, model_server)
     assert classified.type == errors.CONTEXT_TOO_LONG and classified.non_retryable
     assert failure.message in classified.message
+
+
+@pytest.mark.parametrize("finish", ["abort", "error"])
+async def test_an_answer_the_server_says_it_dropped_is_retried_not_taken(
+    finish: str, model_server: ScriptedModelServer
+) -> None:
+    """vLLM ends a request it aborted with finish_reason "abort" (others
+    "error"): what came before is half an answer, asked for again."""
+    from activities.model.activity import classify
+
+    model_server.add(Reply(text="half an ans", stop_reason=finish), Reply(text="the whole answer"))
+    with pytest.raises(Exception) as raised:
+        await _stream("openai", model_server)
+    classified = classify("openai", raised.value)
+    assert classified is not None and classified.type == errors.SERVER_ERROR and not classified.non_retryable
+    assert finish in classified.message
+    assert (await _stream("openai", model_server)).text == "the whole answer"
+
+
+def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    return "data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                                  "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+
+
+def _anthropic_event(data: dict[str, Any]) -> str:
+    return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
+
+
+_START = {"type": "message_start", "message": {"id": "msg", "type": "message", "role": "assistant", "model": "m",
+                                                "content": [], "stop_reason": None, "usage": {"input_tokens": 1}}}
+
+
+def _anthropic_tool(block: dict[str, Any]) -> list[str]:
+    return [_anthropic_event(e) for e in (
+        _START, {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}},
+        {"type": "message_stop"})]
+
+
+@pytest.mark.parametrize(
+    "provider, reply",
+    [
+        # an id that is a number, not a string
+        ("openai", Reply(raw_stream=[_openai_chunk({"tool_calls": [{"index": 0, "id": 7, "type": "function", "function": {
+            "name": "glob", "arguments": '{"pattern": "*"}'}}]}), _openai_chunk({}, "tool_calls")])),
+        # tool_use input as JSON text (OpenAI's arguments), streamed and whole
+        ("anthropic", Reply(raw_stream=_anthropic_tool({"type": "tool_use", "id": "toolu_1", "name": "glob",
+                                                        "input": '{"pattern": "*"}'}))),
+        ("anthropic", Reply(unstreamed=json.dumps({
+            "id": "msg", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "glob", "input": '{"pattern": "*"}'}]}))),
+    ],
+    ids=["numeric id", "input as text", "input as text, whole"],
+)
+async def test_a_call_in_the_other_apis_types_is_read_as_meant(
+    provider: str, reply: Reply, model_server: ScriptedModelServer
+) -> None:
+    model_server.add(reply)
+    response = await _stream(provider, model_server)
+    assert [(c.name, json.loads(c.final_arguments), c.repair) for c in response.calls] == [("glob", {"pattern": "*"}, "")]
+    assert all(isinstance(c.id, str) and c.id for c in response.calls)
