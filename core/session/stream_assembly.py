@@ -132,6 +132,7 @@ class AssembledCall:
     extra: dict[str, Any] = field(default_factory=dict)
     _scanner: JsonScanner = field(default_factory=JsonScanner, repr=False)
     _yielded: bool = field(default=False, repr=False)
+    _sent_id: str = field(default="", repr=False)  # the id the server gave it (``id`` may be replaced)
 
     def arguments_object(self) -> dict[str, Any]:
         """The arguments as an object (Anthropic's tool_use.input needs one);
@@ -220,11 +221,11 @@ class StreamAssembler:
     def _call_for(self, key: int, call_id: str | None, name: str | None) -> AssembledCall:
         call = self._calls.get(key)
         if call is None:
-            call = AssembledCall(position=len(self._calls), id=call_id or "", name=name or "")
+            call = AssembledCall(position=len(self._calls), id=call_id or "", name=name or "", _sent_id=call_id or "")
             self._calls[key] = call
         else:
             if call_id and not call.id:
-                call.id = call_id
+                call.id = call._sent_id = call_id
             if name and not call.name:
                 call.name = name
         return call
@@ -258,13 +259,14 @@ class StreamAssembler:
             for tc in delta.get("tool_calls") or []:
                 function = tc.get("function") or {}
                 call_id, name = _text_or_none(tc.get("id")), _text_or_none(function.get("name"))
-                key = self._openai_key(tc.get("index"), call_id, name)
-                call = self._call_for(key, call_id, name)
-                call.extra.update((k, v) for k, v in tc.items() if k not in _OPENAI_CALL_FIELDS)
                 arguments = function.get("arguments") or ""
                 if not isinstance(arguments, str):  # some servers send the object itself
                     arguments = json.dumps(arguments)
-                self._append_arguments(call, arguments)
+                call = self._repeated(call_id, name, arguments)
+                if call is None:
+                    call = self._call_for(self._openai_key(tc.get("index"), call_id, name), call_id, name)
+                    self._append_arguments(call, arguments)
+                call.extra.update((k, v) for k, v in tc.items() if k not in _OPENAI_CALL_FIELDS)
             if choice.get("finish_reason"):
                 self._stop = choice["finish_reason"]
                 self._ended = True
@@ -311,6 +313,19 @@ class StreamAssembler:
             latest = max(self._calls)
             return len(self._calls) if self._starts_another(self._calls[latest], call_id, name) else latest
         return 0
+
+    def _repeated(self, call_id: str | None, name: str | None, arguments: str) -> AssembledCall | None:
+        """The closed call a delta only repeats, or None. A proxy that turns
+        another API's stream into OpenAI deltas may send a finished call again
+        whole at the end: its id, its name (or none) and its arguments (or
+        none). Taken for a new call, it would run twice."""
+        if not call_id:
+            return None
+        for call in self._calls.values():
+            if (call._sent_id == call_id and call._scanner.closed and (not name or name == call.name)
+                    and (not arguments.strip() or _same_json(arguments, call.final_arguments or call.raw_arguments))):
+                return call
+        return None
 
     @staticmethod
     def _starts_another(held: AssembledCall, call_id: str | None, name: str | None) -> bool:
@@ -446,6 +461,13 @@ def _texts(content: Any) -> list[str]:
         return []
     return [part["text"] for part in content
             if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)]
+
+
+def _same_json(a: str, b: str) -> bool:
+    try:
+        return bool(json.loads(a) == json.loads(b))
+    except ValueError:
+        return a == b
 
 
 def _text_or_none(value: Any) -> str | None:

@@ -191,3 +191,32 @@ async def test_a_call_in_the_other_apis_types_is_read_as_meant(
     response = await _stream(provider, model_server)
     assert [(c.name, json.loads(c.final_arguments), c.repair) for c in response.calls] == [("glob", {"pattern": "*"}, "")]
     assert all(isinstance(c.id, str) and c.id for c in response.calls)
+
+
+_GLOB = '{"pattern": "*.py"}'
+_OPENING = {"index": 0, "id": "call_a", "type": "function", "function": {"name": "glob", "arguments": ""}}
+_WHOLE = {"index": 0, "id": "call_a", "type": "function", "function": {"name": "glob", "arguments": _GLOB}}
+_REPEATS = {
+    # each call streamed in pieces, then sent again whole at the end
+    "indexed": [_OPENING, {"index": 0, "function": {"arguments": _GLOB[:9]}},
+                {"index": 0, "function": {"arguments": _GLOB[9:]}}, _WHOLE],
+    # sent whole, then again whole (its arguments as an object the second time)
+    "whole twice": [_WHOLE, {**_WHOLE, "function": {"name": "glob", "arguments": json.loads(_GLOB)}}],
+    # Gemini's framing (no index), then the call again
+    "no index": [{k: v for k, v in _WHOLE.items() if k != "index"}] * 2,
+    # the last delta repeats the id and the name, with no arguments
+    "name again": [_WHOLE, {**_OPENING}],
+}
+
+
+@pytest.mark.parametrize("framing", list(_REPEATS))
+async def test_a_call_sent_again_whole_runs_once(framing: str, model_server: ScriptedModelServer) -> None:
+    """A proxy that turns another API's stream into OpenAI deltas may send a
+    finished call once more (same id, same name, same or no arguments): it is
+    the same call, not a second one (which would run the command twice)."""
+    deltas = [_openai_chunk({"tool_calls": [d]}) for d in _REPEATS[framing]]
+    model_server.add(Reply(raw_stream=[_openai_chunk({"role": "assistant", "content": ""}), *deltas,
+                                       _openai_chunk({}, "tool_calls"), "data: [DONE]\n\n"]))
+    response = await _stream("openai", model_server)
+    assert [(c.id, c.name, json.loads(c.final_arguments)) for c in response.calls] == [
+        ("call_a", "glob", {"pattern": "*.py"})]
