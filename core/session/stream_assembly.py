@@ -262,7 +262,7 @@ class StreamAssembler:
                 arguments = function.get("arguments") or ""
                 if not isinstance(arguments, str):  # some servers send the object itself
                     arguments = json.dumps(arguments)
-                call = self._repeated(call_id, name, arguments)
+                call = self._repeated(tc.get("index"), call_id, name, arguments)
                 if call is None:
                     call = self._call_for(self._openai_key(tc.get("index"), call_id, name), call_id, name)
                     self._append_arguments(call, arguments)
@@ -314,14 +314,20 @@ class StreamAssembler:
             return len(self._calls) if self._starts_another(self._calls[latest], call_id, name) else latest
         return 0
 
-    def _repeated(self, call_id: str | None, name: str | None, arguments: str) -> AssembledCall | None:
+    def _repeated(self, index: Any, call_id: str | None, name: str | None, arguments: str) -> AssembledCall | None:
         """The closed call a delta only repeats, or None. A proxy that turns
         another API's stream into OpenAI deltas may send a finished call again
-        whole at the end: its id, its name (or none) and its arguments (or
-        none). Taken for a new call, it would run twice."""
+        whole at the end: its index (or none), id, name (or none) and
+        arguments (or none). Taken for a new call, it would run twice. (Two
+        calls under two indexes are two, whatever their ids say.)"""
         if not call_id:
             return None
-        for call in self._calls.values():
+        if _is_index(index):
+            held = self._openai_keys.get(index)
+            candidates = [] if held is None else [self._calls[held]]
+        else:
+            candidates = list(self._calls.values())
+        for call in candidates:
             if (call._sent_id == call_id and call._scanner.closed and (not name or name == call.name)
                     and (not arguments.strip() or _same_json(arguments, call.final_arguments or call.raw_arguments))):
                 return call
