@@ -22,6 +22,7 @@ AUTHENTICATION_FAILED = "ModelAuthenticationFailed"
 PERMISSION_DENIED = "ModelPermissionDenied"
 MODEL_NOT_FOUND = "ModelNotFound"
 CONTEXT_TOO_LONG = "ModelContextTooLong"
+QUOTA_EXHAUSTED = "ModelQuotaExhausted"
 BAD_REQUEST = "ModelBadRequest"
 TRANSCRIPT_PROBLEM = "TranscriptUnavailable"
 URL_NOT_ALLOWED = "ModelUrlNotAllowed"
@@ -34,6 +35,7 @@ NON_RETRYABLE = (
     PERMISSION_DENIED,
     MODEL_NOT_FOUND,
     CONTEXT_TOO_LONG,
+    QUOTA_EXHAUSTED,
     BAD_REQUEST,
     TRANSCRIPT_PROBLEM,
     WRONG_WORKSPACE,
@@ -112,6 +114,10 @@ def url_variable(provider: str) -> str:
 
 
 def type_for_status(status: int, message: str, code: str | None = None) -> str:
+    # Out of credit: OpenAI says so in a 429 that no wait ends, DeepSeek and
+    # OpenRouter answer 402 Payment Required.
+    if status == 402 or code == "insufficient_quota":
+        return QUOTA_EXHAUSTED
     if status == 429:
         return RATE_LIMITED
     if status in (408, 409) or status >= 500:
@@ -138,6 +144,8 @@ STREAM_ERROR_TYPES = {
     "permission_error": PERMISSION_DENIED,
     "not_found_error": MODEL_NOT_FOUND,
     "invalid_request_error": BAD_REQUEST,
+    "billing_error": QUOTA_EXHAUSTED,
+    "insufficient_quota": QUOTA_EXHAUSTED,
 }
 
 
@@ -167,6 +175,8 @@ def what_to_do(error_type: str, provider: str, model: str) -> str:
         f"{url_variable(provider)} / --base-url.",
         CONTEXT_TOO_LONG: "The conversation no longer fits the model's context window: start a new session with a "
         "narrower task (or a model with a larger context), and ask for smaller outputs (read_file offset/limit).",
+        QUOTA_EXHAUSTED: "The account behind the key has no quota or credit left: add credit with the provider "
+        f"(or use a key of another account in {key}), restart the worker, then start a new session.",
         BAD_REQUEST: "The model API refused the request (400): see the message; a server that is not fully "
         "OpenAI/Anthropic compatible may not support tools or streaming.",
         TRANSCRIPT_PROBLEM: "The session's transcript on the workspace worker is missing or was modified: run the "

@@ -14,7 +14,7 @@ from core.session import provider_errors as errors
 from core.contracts import ApprovalDecision
 from core.session.contracts import SessionLimits, SessionState
 from runtime import session_api as sessions
-from tests.model_server import Reply, ScriptedModelServer, context_too_long, rate_limited, server_error, tool, unauthorized
+from tests.model_server import Failure, Reply, ScriptedModelServer, context_too_long, rate_limited, server_error, tool, unauthorized
 from tests.session.test_session_support import model_server, session_paused  # noqa: F401  (fixture)
 from runtime.worker import build_worker
 from workflows.session import AgentSessionWorkflow
@@ -54,6 +54,8 @@ async def test_broken_stream_server_error_and_rate_limit_are_retried_honouring_r
         ("openai", unauthorized(), errors.AUTHENTICATION_FAILED, "OPENAI_API_KEY"),
         ("anthropic", unauthorized(), errors.AUTHENTICATION_FAILED, "ANTHROPIC_API_KEY"),
         ("anthropic", context_too_long(), errors.CONTEXT_TOO_LONG, "context window"),
+        ("openai", Failure(429, "insufficient_quota", "You exceeded your current quota.", code="insufficient_quota"),
+         errors.QUOTA_EXHAUSTED, "no quota or credit left"),
     ],
 )
 async def test_a_non_retryable_model_error_ends_the_session_saying_what_to_do(

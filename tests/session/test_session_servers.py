@@ -220,3 +220,26 @@ async def test_a_call_sent_again_whole_runs_once(framing: str, model_server: Scr
     response = await _stream("openai", model_server)
     assert [(c.id, c.name, json.loads(c.final_arguments)) for c in response.calls] == [
         ("call_a", "glob", {"pattern": "*.py"})]
+
+
+@pytest.mark.parametrize(
+    "provider, failure",
+    [
+        # OpenAI: a 429 that no wait will end
+        ("openai", Failure(429, "insufficient_quota", "You exceeded your current quota, please check your plan and "
+                           "billing details.", code="insufficient_quota")),
+        # DeepSeek, OpenRouter: 402 Payment Required
+        ("openai", Failure(402, "invalid_request_error", "Insufficient Balance")),
+        ("anthropic", Failure(402, "billing_error", "Your credit balance is too low to access the API.")),
+    ],
+)
+async def test_an_account_out_of_credit_ends_the_session_at_once(
+    provider: str, failure: Failure, model_server: ScriptedModelServer
+) -> None:
+    """Not retried as a rate limit (eight attempts over minutes, then "try
+    again later"): the session ends saying the account needs credit."""
+    model_server.add(failure)
+    classified = await _classified(provider, model_server)
+    assert classified.type == "ModelQuotaExhausted" and classified.non_retryable
+    assert failure.message in classified.message
+    assert "credit" in errors.what_to_do(classified.type, provider, "m")
