@@ -50,15 +50,26 @@ async def stream_items(
     client: anthropic.AsyncAnthropic, config: ModelConfig, entries: list[TranscriptEntry]
 ) -> AsyncIterator[dict[str, Any]]:
     """The raw stream events as plain dicts (what core.session.stream_assembly reads).
-    An ``error`` event inside the stream raises APIStatusError (status 200)."""
+    An ``error`` event inside the stream raises unstreamed.ErrorBody (an SDK
+    without raw_events: APIStatusError, status 200)."""
     stream = await client.messages.create(**request_arguments(config, entries))
     async with stream:
         if not unstreamed.is_event_stream(stream.response.headers.get("content-type")):
             for item in unstreamed.anthropic_items(await stream.response.aread()):
                 yield item
             return
-        async for event in stream:
-            yield event.to_dict()
+        raw_events = getattr(type(stream), "raw_events", None)
+        if raw_events is None:
+            async for event in stream:
+                yield event.to_dict()
+            return
+        # Read by the type in each event's data, not by its ``event:`` line:
+        # some gateways leave those lines out, and the SDK drops every
+        # event without one (the answer read as no stream at all).
+        async for sse in raw_events(stream.response):
+            item = unstreamed.event_item(sse.event, sse.data)
+            if item is not None:
+                yield item
 
 
 def error_details(exc: BaseException) -> tuple[int, str, str | None, dict[str, str]] | None:

@@ -54,6 +54,25 @@ def _error_in(item: Any) -> ErrorBody | None:
     return ErrorBody(200, message, label)
 
 
+def event_item(event: str | None, data: str) -> dict[str, Any] | None:
+    """One Anthropic server-sent event as the item its data is, by the type
+    the data names (a missing ``event:`` line does not matter); None for a
+    ping, an empty event or data that is not a JSON object. An error event
+    raises the ErrorBody it stands for."""
+    try:
+        item = json.loads(data) if data.strip() else None
+    except ValueError:
+        item = None
+    body = item if isinstance(item, dict) else {}
+    if event == "error" or body.get("type") == "error":
+        if body.get("error"):
+            raise _error_in({**body, "type": "error"}) or ErrorBody(200, data[:2000], None)
+        raise ErrorBody(200, data[:2000] or "the server sent an error event without a message", None)
+    if not isinstance(item, dict) or item.get("type") == "ping":
+        return None
+    return item
+
+
 def _raise_errors(items: list[Any]) -> list[Any]:
     for item in items:
         error = _error_in(item)

@@ -243,3 +243,33 @@ async def test_an_account_out_of_credit_ends_the_session_at_once(
     assert classified.type == "ModelQuotaExhausted" and classified.non_retryable
     assert failure.message in classified.message
     assert "credit" in errors.what_to_do(classified.type, provider, "m")
+
+
+def _without_event_lines(events: list[str]) -> list[str]:
+    return ["".join(line + "\n" for line in e.splitlines() if not line.startswith("event:")) + "\n" for e in events]
+
+
+async def test_anthropic_events_without_event_lines_are_read_by_their_type(model_server: ScriptedModelServer) -> None:
+    """A gateway that sends each event's data without its ``event:`` line
+    (the type is in the data): the SDK drops every such event, so the answer
+    read as no stream at all, retried until the session failed."""
+    text = [_anthropic_event(e) for e in (
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Looking."}},
+        {"type": "content_block_stop", "index": 0})]
+    call = _anthropic_tool({"type": "tool_use", "id": "toolu_1", "name": "glob", "input": {}})
+    call[1:2] = [call[1], _anthropic_event({"type": "content_block_delta", "index": 0, "delta": {
+        "type": "input_json_delta", "partial_json": '{"pattern": "*"}'}})]
+    events = [call[0], *text, *(e.replace('"index": 0', '"index": 1') for e in call[1:])]
+    model_server.add(Reply(raw_stream=_without_event_lines(events)))
+    response = await _stream("anthropic", model_server)
+    assert response.text == "Looking." and response.stop_reason == "tool_use"
+    assert [(c.name, json.loads(c.final_arguments)) for c in response.calls] == [("glob", {"pattern": "*"})]
+
+
+async def test_an_anthropic_error_without_its_event_line_is_still_the_error(model_server: ScriptedModelServer) -> None:
+    start = _anthropic_tool({"type": "tool_use", "id": "toolu_1", "name": "glob", "input": {}})[0]
+    error = _anthropic_event({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    model_server.add(Reply(raw_stream=_without_event_lines([start, error])))
+    classified = await _classified("anthropic", model_server)
+    assert classified.type == errors.SERVER_ERROR and not classified.non_retryable and "Overloaded" in classified.message
