@@ -90,12 +90,10 @@ class Reply:
     # ``error`` event); the stream ends there. (pieces, Failure); a str is
     # the event's data verbatim (OpenAI: e.g. {"error": "a plain string"}).
     stream_error: "tuple[int, Failure | str] | None" = None
-    # The stream's body verbatim, each string one write (a behaviour the
-    # other fields do not render: odd line endings, comments, odd data).
+    # The stream's body verbatim, a write per string (what no field renders).
     raw_stream: list[str] | None = None
-    # OpenAI: the content as a list of typed parts ({"type": "text", ...}),
-    # streamed and whole, as Mistral sends it; ``reasoning`` then comes as
-    # {"type": "thinking", "thinking": [text parts]} parts before the text.
+    # OpenAI: the content as a list of typed parts, as Mistral sends it
+    # (``reasoning`` as {"type": "thinking", "thinking": [parts]} first).
     content_parts: bool = False
     # The tool calls' ids, one per call, as a misbehaving server sends them
     # (repeated, empty; None: no id field at all). None: unique generated ids.
