@@ -415,6 +415,12 @@ def _find_execs(args: list[str]) -> list[list[str]]:
     return out
 
 
+# The same walk without following links, named in the reason so that the
+# model can send that instead.
+_NOT_FOLLOWING = {"grep": "`grep -r`", "egrep": "`grep -r`", "fgrep": "`grep -r`", "rg": "`rg` without -L",
+                  "find": "`find` without -L / -follow"}
+
+
 def _walk_leaves(argv: tuple[str, ...], globs: tuple[bool, ...], cwd: str | None,
                  facts: WorkspaceFacts | None) -> str | None:
     """Where a walk of ``argv`` that follows links leaves the workspace, by the
@@ -424,7 +430,8 @@ def _walk_leaves(argv: tuple[str, ...], globs: tuple[bool, ...], cwd: str | None
     for root in link_roots(argv, globs):
         note = facts.links_out.get(workspace_key(root, cwd))
         if note is not None:
-            return f"while it walks `{root}`, and {note}"
+            instead = _NOT_FOLLOWING.get(family(argv[0].rsplit("/", 1)[-1].lower()), "")
+            return f"while it walks `{root}`, and {note}" + (f" ({instead} does not follow them)" if instead else "")
     return None
 
 

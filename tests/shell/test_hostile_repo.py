@@ -402,6 +402,8 @@ def test_recursion_that_follows_a_planted_link_out_of_the_workspace_asks(workspa
     verdict = validate_in_workspace(command, str(workspace))
     assert verdict.verdict == "ask", (command, verdict.reason)
     assert "docs/x" in verdict.reason and "/etc" in verdict.reason, verdict.reason
+    if command.startswith("grep"):
+        assert "`grep -r` does not follow them" in verdict.reason, verdict.reason  # what to send instead
 
 
 def test_the_real_programs_follow_the_planted_link(workspace: Path) -> None:
