@@ -45,6 +45,9 @@ HOLDOUT = DATA / "real_commands_holdout.jsonl"
 # A second hold-out, drawn when opaque commands, known variables and the scratch
 # /tmp came in: never used to tune the validator (docs/shell_corpus.md).
 HOLDOUT2 = DATA / "real_commands_holdout2.jsonl"
+# A third hold-out from sources new to the corpus (Claude Code and Codex CLI
+# sessions), never used to tune the validator (docs/shell_corpus.md).
+HOLDOUT3 = DATA / "real_commands_holdout3.jsonl"
 LABELS = ("allow", "ask", "reject")
 FIELDS = {"command", "label", "destructive", "reason", "source"}
 

@@ -23,6 +23,7 @@ from tests.shell.measure_real_commands import (
     FIELDS,
     HOLDOUT,
     HOLDOUT2,
+    HOLDOUT3,
     LABELS,
     Report,
     Result,
@@ -37,7 +38,7 @@ MIN_READ_ONLY_UNATTENDED = 0.95
 
 
 # The main corpus, and the hold-out sample once it is there (docs/shell_corpus.md).
-CORPORA = [CORPUS] + [p for p in (HOLDOUT, HOLDOUT2) if p.exists()]
+CORPORA = [CORPUS] + [p for p in (HOLDOUT, HOLDOUT2, HOLDOUT3) if p.exists()]
 
 
 @pytest.fixture(scope="module", params=CORPORA, ids=lambda p: p.stem)
@@ -65,8 +66,9 @@ def test_corpus_is_well_formed(path: Path) -> None:
     assert not dupes
     by_label = Counter(e["label"] for e in entries)
     # The second hold-out is a natural sample of one SWE-bench run, which has
-    # almost no reject-worthy commands: it measures false rejections.
-    labels = ("allow", "ask") if path == HOLDOUT2 else LABELS
+    # almost no reject-worthy commands: it measures false rejections; the third
+    # holds only the few (7) its sessions had.
+    labels = ("allow", "ask") if path in (HOLDOUT2, HOLDOUT3) else LABELS
     assert min(by_label[label] for label in labels) >= (30 if path == CORPUS else 10)
     if path == CORPUS:
         assert set(ACCEPTABLE_DANGEROUS_ASKS) <= {e["command"] for e in entries if e["label"] == "reject"}
@@ -74,7 +76,7 @@ def test_corpus_is_well_formed(path: Path) -> None:
 
 def test_hold_out_shares_no_command_with_the_corpus() -> None:
     seen = {e["command"] for e in load(CORPUS)}
-    for path in (HOLDOUT, HOLDOUT2):
+    for path in (HOLDOUT, HOLDOUT2, HOLDOUT3):
         if path.exists():
             commands = {e["command"] for e in load(path)}
             assert not commands & seen, path

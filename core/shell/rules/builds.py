@@ -111,6 +111,20 @@ def _h_ask(name: str, args: list[str]) -> J:
     return ask_writes(reason) if lname in _FILE_WRITERS else ask(reason)
 
 
+_STDIN_SHELLS = frozenset("bash sh zsh dash python python3 node".split())
+
+
+def _h_rtk(name: str, args: list[str]) -> J:
+    """`rtk CMD ...` and `rtk proxy CMD ...` run CMD and filter its output: as
+    strict as CMD (a rejected or destructive CMD stays so), never less than
+    ask (rtk keeps its own usage records outside the workspace)."""
+    rest = args[1:] if args[:1] == ["proxy"] else args
+    if rest[:1] and rest[0] in _STDIN_SHELLS and rest[1:] in ([], ["-"]):
+        # the code comes on standard input (a here-document), as with `bash <<'EOF'`
+        return ask(f"`{name} {rest[0]}` runs the code on its standard input")
+    return judge_inner(name, rest) if rest else ask(f"`{name}` runs a program")
+
+
 def _h_make(name: str, args: list[str]) -> J:
     for a in args:
         if long_hit(a, ("eval",)) or a.startswith("-E") or short_hit(a, "E", "CfIjlowW"):
@@ -226,7 +240,7 @@ HANDLERS: dict[str, Handler] = dict.fromkeys(_ASK_REASONS, _h_ask)
 HANDLERS.update({
     "pip": _h_pip, "pip3": _h_pip,
     "make": _h_make, "gmake": _h_make, "cargo": _h_cargo, "npm": _h_npm, "npx": _h_npm, "pnpm": _h_npm,
-    "yarn": _h_npm, "go": _h_go, "tar": _h_tar, "zip": _h_zip,
+    "yarn": _h_npm, "go": _h_go, "tar": _h_tar, "zip": _h_zip, "rtk": _h_rtk,
 })
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
@@ -252,6 +266,12 @@ CASES: list[tuple[str, str, str | None]] = [
     ("tar -cf host:x.tar .", "reject", "remote host"),
     ("zip -TT 'sh -c id' a.zip f", "reject", "runs another program"),
     ("uv run rm -rf x", "ask+destructive", "deletes files"),
+    ("rtk rm -rf .omc/locks/journal.lock", "ask+destructive", "deletes files"),
+    ("rtk docker compose ps", "reject", None),
+    ("rtk proxy docker ps", "reject", None),
+    ("rtk proxy git status --short", "ask", None),
+    ("rtk rg -n x src", "ask", None),
+    ("rtk bash <<'EOF'\nrm -rf ~\nEOF", "ask", None),
     ("uv run rm -rf /", "reject", "outside the workspace"),
     ("pip install requests", "ask", None),
     ("pip list", "ask", "only reads what is installed"),  # allowed where no toolchain file (facts)
