@@ -63,6 +63,9 @@ def judge(
     word = argv[0]
     if not word:
         return None, rej("the program name is empty", "start the command with the program to run"), []
+    if not word.isascii():  # also a program find -exec or xargs runs: a look-alike `саt` is another program
+        return None, rej(f"the program name {word!r} has non-ASCII characters (Unicode look-alikes such as "
+                         "Cyrillic letters are not what they seem)", "write the program name in plain ASCII"), []
     capped = False
     args = list(argv[1:])
     if "/" in word:

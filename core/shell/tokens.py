@@ -19,6 +19,7 @@ quoted here-document delimiters) can cross-check every other position.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import partial
 from typing import NamedTuple
 
@@ -290,7 +291,13 @@ def _word(
         elif c not in "~#":
             if " " <= c <= "~":
                 return rej(f"unexpected character {c!r} at position {i}", H_PLAIN)
-            return char_reject(s, _ANY.match(s, i))  # type: ignore[arg-type]
+            if unicodedata.category(c)[0] != "L":
+                return char_reject(s, _ANY.match(s, i))  # type: ignore[arg-type]
+            # A letter of another script (`docs/数据.md`, `café`): a word
+            # character to bash as to us, as it is in quotes. Dashes, spaces,
+            # marks and invisible characters that only look like ASCII stay
+            # refused, and so does a program name that is not plain ASCII
+            # (compound: a look-alike `саt` is another program).
         parts.append(c)
         i += 1
     raw = s[start:i]

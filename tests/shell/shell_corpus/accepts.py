@@ -161,6 +161,8 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("ls #", "allow", ("ls",)),
     ("git show HEAD@{1}", "allow", ("git", "show", "HEAD@{1}")),  # no comma: bash does not brace-expand
     ("echo '\u00e9 \u2713'", "allow", ("echo", "\u00e9 \u2713")),  # quoted Unicode is data
+    ("cat docs/\u6570\u636e.md", "allow", ("cat", "docs/\u6570\u636e.md")),  # so are letters unquoted
+    ("grep -rn caf\u00e9 src", "allow", ("grep", "-rn", "caf\u00e9", "src")),
     ('ls > out', "ask", None),  # compound commands, redirections, globs
     ('ls >> out', "ask", None),  # compound commands, redirections, globs
     ('ls 2>&1', "allow", None),  # compound commands, redirections, globs

@@ -103,6 +103,11 @@ REJECTS: list[tuple[str, str, str]] = [
     ("ls\u00a0-la", _CHARS, "non-ascii"),  # no-break space
     ("ls \uff0dla", _CHARS, "non-ascii"),  # fullwidth hyphen
     ("rm\u200b x", _CHARS, "non-ascii"),  # zero-width space
+    ("find . -exec \u0441at {} +", _CHARS, "non-ascii"),  # a look-alike program find runs
+    ("ls | xargs \u0441at", _CHARS, "non-ascii"),
+    ("cat e\u0301", _CHARS, "non-ascii"),  # a combining mark: letters only
+    ("echo \u2014", _CHARS, "non-ascii"),  # a dash that is not '-'
+    ("ls a\u3000b", _CHARS, "non-ascii"),  # a wide space bash does not split at
     ("ls\x00 -la", _CHARS, "control character"),
     ("ls \x1b[31m", _CHARS, "control character"),
     ("echo \x07", _CHARS, "control character"),
