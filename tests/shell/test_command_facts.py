@@ -180,3 +180,25 @@ def test_what_a_names_reader_cuts_at(argv: str, cuts: str) -> None:
 
     words = validate_command(argv).plan.all_commands()[0].argv  # type: ignore[union-attr]
     assert split_at(words) == frozenset(cuts), words
+
+
+def test_git_C_naming_the_workspace_by_its_absolute_path_is_plain_git() -> None:
+    """Agents name their root (`git -C /home/me/proj branch --show-current`):
+    judged as the folder it is, with the repository's config read as for a
+    plain git command; a folder outside still asks."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    root = tempfile.mkdtemp(dir="/var/tmp")  # not under /tmp: the scratch folder keeps asking
+    try:
+        subprocess.run(["git", "init", "-q", root], check=True)
+        for command in (f"git -C {root} branch --show-current", f"git -C {root}/ log --oneline -3"):
+            verdict = validate_in_workspace(command, root)
+            assert verdict.verdict == "allow", (command, verdict.reason)
+        assert validate_in_workspace("git -C /etc status", root).verdict == "ask"
+        subprocess.run(["git", "-C", root, "config", "core.fsmonitor", "./evil.sh"], check=True)
+        verdict = validate_in_workspace(f"git -C {root} status", root)
+        assert verdict.verdict == "ask" and "fsmonitor" in verdict.reason.lower(), verdict.reason
+    finally:
+        shutil.rmtree(root)

@@ -249,7 +249,10 @@ def _h_git(name: str, args: list[str]) -> J:
             val = a.split("=", 1)[1] if "=" in a else (args[i] if i < n else "")
             if "=" not in a:
                 i += 1
-            if a != "-C" or val.startswith("/") or ".." in val.split("/") or not val:
+            # Any other folder is judged as a path (outside the workspace asks;
+            # the facts read a workspace repository's config). Not the scratch
+            # /tmp, which counts as inside but outside a sandbox is the host's.
+            if a != "-C" or ".." in val.split("/") or not val or val == "/tmp" or val.startswith("/tmp/"):
                 cap = f"`git {a}` points git at another repository or folder"
             continue
         if a in ("-h", "--help"):
@@ -374,6 +377,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("git log --oneline -5", "allow", None),
     ("git -C sub status", "allow", None),
     ("git -C /tmp/repo status", "ask", "another repository"),
+    ("git -C /etc status", "ask", "outside the workspace"),  # an absolute folder is judged as a path
     ("git -c core.pager=sh log", "reject", "configuration"),
     ("git grep -O foo", "reject", "pager"),
     ("git fetch --upload-pack='sh -c id' origin", "reject", "runs another program"),
