@@ -15,6 +15,8 @@ from typing import Any
 
 import mcp_types as types
 
+from core.tools.arguments import has_lone_surrogate, replace_surrogates
+
 MAX_PROBLEMS = 5
 
 
@@ -36,7 +38,12 @@ def invalid_params_message(method: str, errors: list[dict[str, Any]]) -> str:
 
 
 def _request_id(value: Any) -> str | int | None:
-    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+    if isinstance(value, str):
+        # Python's JSON parser reads an escaped lone surrogate ("\\udcff"),
+        # which no UTF-8 answer can carry: echoing it would make writing the
+        # answer fail and take the server's output down with it.
+        return value if not has_lone_surrogate(value) else None
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
     return None
 
@@ -51,7 +58,7 @@ def reply_to_unreadable(errors: list[dict[str, Any]]) -> types.JSONRPCError | No
         line = str(errors[0].get("input", ""))
         if not line.strip():
             return None
-        why = next(str(e.get("msg")) for e in errors if e.get("type") == "json_invalid")
+        why = replace_surrogates(next(str(e.get("msg")) for e in errors if e.get("type") == "json_invalid"))
         try:
             # JSON the SDK's parser gives up on (nested deeper than it reads)
             # may still name the request to answer.
@@ -59,9 +66,12 @@ def reply_to_unreadable(errors: list[dict[str, Any]]) -> types.JSONRPCError | No
         except (ValueError, RecursionError):
             readable = None
         request_id = _request_id(readable.get("id")) if isinstance(readable, dict) and "method" in readable else None
-        if request_id is not None:
+        if request_id is not None and "recursion" in why:
             return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
                 code=types.INVALID_REQUEST, message=f"invalid request ({why}): nest the params less deeply"))
+        if request_id is not None:
+            return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
+                code=types.INVALID_REQUEST, message=f"invalid request ({why}): send the message as valid JSON"))
         return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
             code=types.PARSE_ERROR, message=f"parse error ({why}): send one JSON-RPC message as JSON on each line"))
     message = next((e["input"] for e in errors if isinstance(e.get("input"), dict)), None)

@@ -98,6 +98,18 @@ async def test_unparsable_lines_and_junk_messages(raw: Raw) -> None:
     await still_serving(raw)
 
 
+async def test_a_request_id_with_a_lone_surrogate_does_not_kill_the_server(raw: Raw) -> None:
+    """JSON may escape a lone surrogate ("\\udcff"); the SDK's parser refuses
+    it, Python's reads it. An answer carrying it as its id cannot be written
+    as UTF-8: writing it must not take the server's output down."""
+    raw.send(b'{"jsonrpc": "2.0", "id": "\\udcff", "method": "tools/list"}\n')
+    error = await raw.unaddressed_error()
+    assert error["code"] == -32700 and "surrogate" in error["message"], error
+    raw.send(b'{"jsonrpc": "2.0", "id": "ok-\\ud800", "method": "tools/call", "params": {"name": "read_file"}}\n')
+    assert (await raw.unaddressed_error())["code"] == -32700
+    await still_serving(raw)
+
+
 async def test_deeply_nested_arguments(raw: Raw) -> None:
     def call_with(depth: int, my_id: str) -> bytes:
         nested = '{"a":[' * depth + '"x"' + ']}' * depth
