@@ -8,6 +8,7 @@ and an optional reason. Any answer but an explicit approve rejects.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -16,6 +17,7 @@ from core.tools.formatting import shown
 from core.tools.specs import describe_pending_call
 
 APPROVE, REJECT = "approve", "reject"
+_FULL_DIGEST = re.compile(r"[0-9a-f]{64}")
 DECISION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -79,6 +81,8 @@ def decode_state(text: str) -> tuple[str, str]:
         turn_id, digest = data["turn_id"], data["digest"]
     except (ValueError, TypeError, KeyError):
         raise ValueError("requestState is not one this server issued (expected the turn and digest)") from None
-    if not isinstance(turn_id, str) or not isinstance(digest, str):
+    # The exact digest shown, never a prefix or "": the turn would take
+    # those for whatever batch it waits on, which nobody was shown.
+    if not isinstance(turn_id, str) or not isinstance(digest, str) or not _FULL_DIGEST.fullmatch(digest):
         raise ValueError("requestState is not one this server issued (expected the turn and digest)")
     return turn_id, digest

@@ -20,6 +20,7 @@ import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -39,6 +40,9 @@ SERVER_NAME = "agent-tools"
 APPROVAL_KEY = "approval"
 # How long a call whose request was cancelled may take to cancel its turn and see it end.
 ABANDON_TIMEOUT_S = 5.0
+# A sealed requestState outlives the approval timeout a little: the turn is
+# rejected at the timeout anyway, a later retry only hears that.
+REQUEST_STATE_GRACE_S = 60.0
 INSTRUCTIONS = (
     "Coding tools for one workspace. Every call runs as a durable Temporal turn: read a file before "
     "writing it (a write to a file changed since your read is refused as a conflict); calls that need "
@@ -267,5 +271,23 @@ def build_server(turns: McpTurns) -> Server[Any]:
         on_call_tool=frontend.call_tool,
     )
     server.middleware.append(readable_invalid_params)
+    # The requestState a 2026-07-28 client echoes is the client's to forge:
+    # sealed under a key only this process holds (AES-GCM, bound to the call
+    # it answers and, over HTTP, to the session), a retry can decide only the
+    # turn and digest this server put to that session. Unsealed, any client
+    # of the front-end could approve any of its paused turns, an empty digest
+    # standing for whatever batch was pending.
+    security = RequestStateSecurity.ephemeral(
+        ttl=max(turns.settings.approval_timeout_s, 0.0) + REQUEST_STATE_GRACE_S, audience=SERVER_NAME
+    )
+    security.bind_principal = _http_session
+    server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
     server.middleware.append(TaskMiddleware(frontend))
     return server
+
+
+def _http_session(ctx: ServerRequestContext[Any]) -> str | None:
+    """The HTTP session a request came on (None over stdio: one client per process)."""
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    return headers.get("mcp-session-id") if headers is not None else None

@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 from temporalio.client import Client
 
 from core.contracts import ToolCall, TurnResult
-from frontends.mcp.approval import decode_state, encode_state
+from frontends.mcp.approval import encode_state
 from runtime.api import TurnClient, build_turn_input
 from tests.mcp.support import stdio_client, text
 
@@ -129,13 +129,47 @@ async def test_a_forged_request_state_cannot_approve_another_turn(
     assert state == "paused"
     approve = types.ElicitResult(action="accept", content={"decision": "approve"})
     async with stdio_client(client, workspace, task_queue) as mcp:
-        with pytest.raises(MCPError, match="did not start"):
+        with pytest.raises(MCPError, match="requestState"):
             await mcp.session.call_tool(
                 "bash", {"command": "touch victim"}, request_state=encode_state(victim.turn_id, digest),
                 input_responses={"approval": approve}, allow_input_required=True,
             )
     assert (await turns.pending_digest(victim.turn_id))[0] == "paused"
     await client.get_workflow_handle(victim.turn_id).terminate("test over")
+
+
+async def test_a_request_state_not_issued_to_the_client_cannot_decide_a_turn_of_this_server(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    """One client's call waits for a person (no elicitation: the CLI or the
+    Web UI decides). Another client of the same front-end (an HTTP session,
+    or a second stdio server on the workspace: same turn prefix) writes a
+    requestState naming that turn, with no digest, and an approval: nobody
+    was shown the call, so nothing may be approved."""
+    turns = TurnClient(client)
+    async with stdio_client(client, workspace, task_queue, mode="legacy") as waiting:
+        call = asyncio.ensure_future(waiting.call_tool("write_file", {"path": "forged.txt", "content": "x"}))
+        paused: list[dict[str, Any]] = []
+        for _ in range(600):
+            paused = [t for t in await turns.pending() if t["task_queue"] == task_queue and t["stuck"] is None]
+            if paused:
+                break
+            await asyncio.sleep(0.05)
+        assert paused, "the call's turn never paused"
+        turn_id = paused[0]["turn_id"]
+        approve = types.ElicitResult(action="accept", content={"decision": "approve"})
+        async with stdio_client(client, workspace, task_queue) as forger:
+            for digest in ("", paused[0]["batch_digest"]):
+                with pytest.raises(MCPError, match="requestState"):
+                    await forger.session.call_tool(
+                        "write_file", {"path": "forged.txt", "content": "x"}, request_state=encode_state(turn_id, digest),
+                        input_responses={"approval": approve}, allow_input_required=True,
+                    )
+        assert (await turns.pending_digest(turn_id))[0] == "paused"
+        await turns.reject(turn_id, approver="tester", reason="test over")
+        result = await call
+    assert result.is_error
+    assert not (workspace / "forged.txt").exists()
 
 
 async def test_an_input_required_call_never_retried_is_rejected_after_the_timeout(
@@ -155,7 +189,9 @@ async def test_an_input_required_call_never_retried_is_rejected_after_the_timeou
             mcp.session.call_tool("write_file", {"path": "q.txt", "content": "2"}, allow_input_required=True), 60
         )
         assert isinstance(second, types.InputRequiredResult)
-    turn_id, _ = decode_state(first.request_state or "")
+    # The request state is sealed (opaque to the client); the review names the turn.
+    turn_id = first.input_requests["approval"].params.message.split()[1]
+    assert first.request_state and turn_id not in first.request_state
     assert (await TurnClient(client).pending_digest(turn_id))[0] == "completed"
     result = await client.get_workflow_handle(turn_id, result_type=TurnResult).result()
     assert result.status.value == "rejected"

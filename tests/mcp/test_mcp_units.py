@@ -88,7 +88,9 @@ def test_only_an_explicit_approve_approves(action: str, content: dict | None, ap
 
 def test_request_state_round_trip_and_garbage() -> None:
     assert decode_state(encode_state("t-1", "d" * 64)) == ("t-1", "d" * 64)
-    for bad in ("", "null", "[]", '{"turn_id": 1, "digest": "x"}', "{not json"):
+    for bad in ("", "null", "[]", '{"turn_id": 1, "digest": "x"}', "{not json",
+                # No digest or a prefix: the turn would read either as "whatever is pending".
+                encode_state("t-1", ""), encode_state("t-1", "d" * 12), encode_state("t-1", "D" * 64)):
         with pytest.raises(ValueError, match="requestState"):
             decode_state(bad)
 
