@@ -176,8 +176,8 @@ def print_result(result: TurnResult, as_json: bool) -> None:
         _out(f"results ({result.result_counts}) are kept in the workspace folder {result.results_artifact}")
     if result.decision:
         d = result.decision
-        _out(f"decision: {'approved' if d.approve else 'rejected'} by {d.approver} via {d.via}"
-             + (f" ({d.reason})" if d.reason else ""))
+        _out(f"decision: {'approved' if d.approve else 'rejected'} by {shown(d.approver)} via {d.via}"
+             + (f" ({shown(d.reason)})" if d.reason else ""))
     for i, r in enumerate(result.results):
         _out(render_text(r, i))
 

@@ -26,6 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from core.contracts import TurnProgress, TurnStatus
+from core.tools.formatting import shown
 from core.tools.specs import TOOLS, command_verdict
 from frontends.mcp.approval import DECISION_SCHEMA, answer_from, decode_state, encode_state, review_text, where_to_decide
 from frontends.mcp.errors import invalid_params_message
@@ -207,7 +208,7 @@ class McpFrontend:
     async def _apply(self, ctx: ServerRequestContext[Any], turn_id: str, digest: str, result: types.ElicitResult) -> None:
         answer = answer_from(result.action, dict(result.content or {}))
         problem = await self.turns.decide(
-            turn_id, approve=answer.approve, digest=digest, approver=_approver(ctx), reason=answer.reason
+            turn_id, approve=answer.approve, digest=digest, approver=_approver(ctx), reason=shown(answer.reason)
         )
         if problem:
             # Decided elsewhere meanwhile (CLI, Web UI) or a new batch: the
@@ -246,7 +247,9 @@ class McpFrontend:
 def _approver(ctx: ServerRequestContext[Any]) -> str:
     params = ctx.session.client_params
     name = params.client_info.name if params is not None and params.client_info is not None else "client"
-    return f"mcp:{name}"
+    # The client names itself: escaped before the name is kept in the turn's
+    # decision, which people read later in their terminals (agent-turn result).
+    return f"mcp:{shown(name)}"
 
 
 async def readable_invalid_params(ctx: ServerRequestContext[Any], call_next: Any) -> Any:

@@ -17,6 +17,7 @@ from core.contracts import ToolCall, TurnResult
 from frontends.mcp.approval import encode_state
 from runtime.api import TurnClient, build_turn_input
 from tests.mcp.support import stdio_client, text
+from tests.processes import run_client, server_address
 
 
 
@@ -170,6 +171,32 @@ async def test_a_request_state_not_issued_to_the_client_cannot_decide_a_turn_of_
         result = await call
     assert result.is_error
     assert not (workspace / "forged.txt").exists()
+
+
+async def test_what_a_client_writes_into_a_decision_cannot_drive_the_operators_terminal(
+    client: Client, workspace: Path, task_queue: str, mcp_worker: None
+) -> None:
+    """The client names itself (the approver) and sends the reason; both are
+    kept in the turn's decision, which `agent-turn result` prints to a
+    person's terminal later: escape sequences there must arrive as text."""
+    hostile = "\x1b]0;owned\x07\x1b[2J\rapproved by admin\u202e"
+    approver = Approver("accept", "reject")
+    approver_reason = f"no {hostile}"
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await approver(context, params)
+        return types.ElicitResult(action="accept", content={"decision": "reject", "reason": approver_reason})
+
+    async with stdio_client(client, workspace, task_queue, mode="legacy", elicitation_callback=answer,
+                            client_info=types.Implementation(name=f"evil{hostile}", version="0")) as mcp:
+        result = await mcp.call_tool("write_file", {"path": "esc.txt", "content": "x"})
+    assert result.is_error and not (workspace / "esc.txt").exists()
+    shown_to_operator = await asyncio.to_thread(run_client, "--address", server_address(client), "result",
+                                                result.structured_content["turn_id"])
+    assert "rejected by mcp:evil" in shown_to_operator.stdout, shown_to_operator
+    for seen in (shown_to_operator.stdout, text(result)):
+        assert not any(ch in seen for ch in "\x1b\x07\r\u202e"), repr(seen)
+        assert "\\x1b" in seen
 
 
 async def test_an_input_required_call_never_retried_is_rejected_after_the_timeout(
