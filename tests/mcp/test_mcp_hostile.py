@@ -167,6 +167,27 @@ async def test_paths_outside_the_workspace_are_refused(raw: Raw, hostile_ws: Pat
     await still_serving(raw)
 
 
+async def test_nul_in_paths_and_non_finite_numbers(raw: Raw, hostile_ws: Path) -> None:
+    """A NUL in a path (the OS refuses it outright), NaN and infinite numbers
+    (Python's JSON reads them): each is the model's error, nothing is written."""
+    for name, arguments in [
+        ("read_file", {"path": "hello.txt\x00.png"}),
+        ("write_file", {"path": "nul\x00.txt", "content": "x"}),
+        ("edit_file", {"path": "hello.txt\x00", "old_string": "hello", "new_string": "bye"}),
+        ("grep", {"pattern": "hello", "path": "\x00"}),
+        ("glob", {"pattern": "*\x00"}),
+    ]:
+        result = (await raw.call("tools/call", {"name": name, "arguments": arguments}))["result"]
+        assert result["isError"] is True, (name, tool_text(result))
+    for timeout in ("NaN", "Infinity", "-Infinity", "1e999"):
+        raw.send(('{"jsonrpc":"2.0","id":"t-' + timeout + '","method":"tools/call","params":{"name":"bash",'
+                  '"arguments":{"command":"touch nan-ran","timeout_seconds":' + timeout + '}}}\n').encode())
+        result = (await raw.wait("t-" + timeout, 30))["result"]
+        assert result["isError"] is True and "timeout_seconds" in tool_text(result), tool_text(result)
+    assert not (hostile_ws / "nan-ran").exists() and (hostile_ws / "hello.txt").read_text() == "hello\n"
+    await still_serving(raw)
+
+
 # ------------------------------------------------------------- many calls
 async def test_forty_concurrent_safe_calls(raw: Raw, hostile_ws: Path) -> None:
     for i in range(40):
