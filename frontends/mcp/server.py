@@ -276,21 +276,15 @@ def build_server(turns: McpTurns) -> Server[Any]:
     server.middleware.append(readable_invalid_params)
     # The requestState a 2026-07-28 client echoes is the client's to forge:
     # sealed under a key only this process holds (AES-GCM, bound to the call
-    # it answers and, over HTTP, to the session), a retry can decide only the
-    # turn and digest this server put to that session. Unsealed, any client
+    # it answers, expiring after the approval timeout), a retry can decide
+    # only a turn and digest this server put to a client. Unsealed, any client
     # of the front-end could approve any of its paused turns, an empty digest
-    # standing for whatever batch was pending.
+    # standing for whatever batch was pending. (2026-07-28 has no sessions:
+    # the sealed state is a bearer capability of whoever was asked.)
     security = RequestStateSecurity.ephemeral(
         ttl=max(turns.settings.approval_timeout_s, 0.0) + REQUEST_STATE_GRACE_S, audience=SERVER_NAME
     )
-    security.bind_principal = _http_session
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
     server.middleware.append(TaskMiddleware(frontend))
     return server
 
-
-def _http_session(ctx: ServerRequestContext[Any]) -> str | None:
-    """The HTTP session a request came on (None over stdio: one client per process)."""
-    request = ctx.request
-    headers = getattr(request, "headers", None)
-    return headers.get("mcp-session-id") if headers is not None else None

@@ -87,6 +87,34 @@ async def test_elicitation_over_http(http_server: HttpServer, workspace: Path, m
 
 
 
+async def test_a_sealed_request_state_decides_only_the_call_it_was_issued_for(
+    http_server: HttpServer, workspace: Path, mcp_worker: None
+) -> None:
+    """2026-07-28 over HTTP (no sessions): the state an input request carries
+    is sealed for that call. Tampered, or sent with other arguments, it is
+    refused and nothing is decided; the asked client's own retry decides."""
+    import mcp_types as types
+    from mcp.shared.exceptions import MCPError
+
+    arguments = {"path": "sealed.txt", "content": "s\n"}
+    approve = {"approval": types.ElicitResult(action="accept", content={"decision": "approve"})}
+    async with connect(http_server, elicitation_callback=Approver("accept", "approve")) as asked:
+        first = await asked.session.call_tool("write_file", arguments, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.request_state
+        state = first.request_state
+        tampered = state[:-2] + ("A" if state[-2] != "A" else "B") + state[-1]
+        for name, args, sent in [("write_file", arguments, tampered), ("bash", {"command": "touch t"}, state),
+                                 ("write_file", {**arguments, "content": "other\n"}, state)]:
+            with pytest.raises(MCPError, match="requestState"):
+                await asked.session.call_tool(name, args, request_state=sent, input_responses=approve,
+                                              allow_input_required=True)
+        assert not (workspace / "sealed.txt").exists() and not (workspace / "t").exists()
+        done = await asked.session.call_tool("write_file", arguments, request_state=state, input_responses=approve,
+                                             allow_input_required=True)
+    assert isinstance(done, types.CallToolResult) and not done.is_error, done
+    assert (workspace / "sealed.txt").read_text() == "s\n"
+
+
 async def test_a_task_created_over_stdio_is_answered_over_http(
     http_server: HttpServer, client: TemporalClient, workspace: Path, task_queue: str, mcp_worker: None,
     tmp_path: Path,
