@@ -18,6 +18,10 @@ with those facts:
 * for an allowed command that follows the symbolic links it meets while it
   walks a folder (``grep -R``, ``find -L``, ``du -L``, ``diff -r``), whether a
   link under that folder leads out of the workspace: the command then asks.
+* for an allowed command that hands a lister's names to a program that opens
+  them (``find . | xargs cat``, ``find -exec cat {} +``, ``git ls-files |
+  xargs cat``), the links under the listed folders that lead out: the
+  program would open what they lead to, and the command asks.
 
 A rejection from the first pass is final (facts only ever tighten or confirm
 a verdict). Cost: a few ``stat`` / ``realpath`` calls per path word, a
@@ -31,6 +35,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+from typing import Iterator
 
 from activities.bash.executor import MAX_GLOB_MATCHES
 from activities.sandbox.environment import command_path
@@ -40,8 +45,9 @@ from core.paths import within
 from core.shell.facts import ALL_TOOLCHAINS, SPLIT_UNKNOWN, WorkspaceFacts, workspace_key
 from core.shell.paths import scratch
 from core.shell.programs import link_roots
-from core.shell.stdin_names import XARGS_SPLITS, names_from, split_at
+from core.shell.stdin_names import XARGS_SPLITS, names_from, pipeline_listings, split_at
 from core.shell.git_config import git_folders, program_keys
+from core.shell.command_plan import Pipeline
 from core.shell.verdict import Verdict
 
 # file (relative to a folder of the workspace) -> toolchain family it selects
@@ -111,10 +117,12 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
                 continue
             git_programs += [k for k in program_keys(settings) if k not in git_programs]
     env = {"PWD": root, "PATH": command_path(root)}
+    budget = [MAX_NAMES_CHECKED]  # one bound for the walks below
     return WorkspaceFacts(root=root, realpaths=realpaths, existing=frozenset(existing), toolchains=toolchains,
                           git_programs=tuple(git_programs), glob_outside=_glob_outside(verdict, root), env=env,
                           split_names=split_names(root) if _cuts_listed_names(verdict) else {},
-                          links_out=_links_out(verdict, root))
+                          links_out=_links_out(verdict, root, budget),
+                          listed_links=_listed_links(verdict, root, budget))
 
 
 # Bounds the walk below (a few tenths of a second on this kind of machine);
@@ -158,7 +166,22 @@ def split_names(root: str, limit: int = MAX_NAMES_CHECKED) -> dict[str, str]:
     return found
 
 
-def _links_out(verdict: Verdict, root: str) -> dict[str, str]:
+def _parts_in_folders(verdict: Verdict, root: str) -> Iterator[tuple[str | None, Pipeline]]:
+    """Each pipeline of the plan with the folder it runs in: a later ``cd DIR``
+    part moves the parts after it (as core.shell.compound judges them)."""
+    assert verdict.plan is not None
+    cwd = verdict.plan.cwd
+    for part in verdict.plan.items:
+        argv = part.commands[0].argv if len(part.commands) == 1 else ()
+        if len(argv) == 2 and argv[0] == "cd":
+            cwd = workspace_key(argv[1], cwd)
+            if cwd.startswith("/"):  # inside the workspace (or the cd was rejected)
+                cwd = os.path.relpath(os.path.realpath(cwd), root)
+            continue
+        yield cwd, part
+
+
+def _links_out(verdict: Verdict, root: str, budget: list[int]) -> dict[str, str]:
     """For each folder an allowed command of the plan walks following links
     (``core.shell.programs.link_roots``), why that walk leaves the workspace;
     folders where it does not are absent. One bound for all the walks."""
@@ -167,11 +190,10 @@ def _links_out(verdict: Verdict, root: str) -> dict[str, str]:
         return {}
     found: dict[str, str] = {}
     checked: set[str] = set()
-    budget = [MAX_NAMES_CHECKED]
-    for part in plan.items:
+    for cwd, part in _parts_in_folders(verdict, root):
         for command in part.commands:
             for word in link_roots(command.argv, command.glob_flags()):
-                key = workspace_key(word, plan.cwd)
+                key = workspace_key(word, cwd)
                 if key in checked:
                     continue
                 checked.add(key)
@@ -229,6 +251,68 @@ def link_out(start: str, root: str, budget: list[int]) -> str | None:
             except OSError:
                 continue
     return None
+
+
+def _listed_links(verdict: Verdict, root: str, budget: list[int]) -> dict[str, tuple[tuple[str, str], ...]] | None:
+    """For each folder a lister of an allowed command hands names from to a
+    program that opens them (``core.shell.stdin_names.pipeline_listings``),
+    the links under it that lead out; None when the plan has no such command."""
+    plan = verdict.plan
+    if verdict.verdict != "allow" or plan is None:
+        return None
+    found: dict[str, tuple[tuple[str, str], ...]] | None = None
+    for cwd, part in _parts_in_folders(verdict, root):
+        for roots, _ in pipeline_listings([c.argv for c in part.commands]):
+            found = {} if found is None else found
+            for word in roots:
+                key = workspace_key(word, cwd)
+                if key in found:
+                    continue
+                start = key if key.startswith("/") else os.path.join(root, key)
+                if glob.has_magic(word):  # `find src* | xargs cat`: the folders it matches
+                    base = "/" if os.path.isabs(word) else os.path.join(root, cwd or "")
+                    matches = itertools.islice(glob.iglob(word, root_dir=base), MAX_GLOB_MATCHES)
+                    found[key] = tuple(link for m in matches for link in listed_out(os.path.join(base, m), root, budget))
+                else:
+                    found[key] = listed_out(start, root, budget)
+    return found
+
+
+MAX_LINKS_KEPT = 20
+
+
+def listed_out(start: str, root: str, budget: list[int]) -> tuple[tuple[str, str], ...]:
+    """The links under ``start`` (not followed: a lister without -L does not)
+    that lead out of ``root``, each (path relative to ``start``, where it
+    leads); a ``""`` path ends the list when there were more than
+    ``MAX_LINKS_KEPT`` or the walk met more entries than ``budget[0]``."""
+    if not within(os.path.realpath(start), root):
+        return ()  # a path word, judged as such (the scratch /tmp starts empty)
+    links: list[tuple[str, str]] = []
+    stack = [start]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return (*links, ("", f"holds more than {MAX_NAMES_CHECKED:,} files, too many to check for links "
+                                     "that lead out"))
+            try:
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if not _stays(target, root):
+                        if len(links) == MAX_LINKS_KEPT:
+                            return (*links, ("", f"holds more than {MAX_LINKS_KEPT} links that lead out"))
+                        links.append((os.path.relpath(entry.path, start), target))
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+            except OSError:
+                continue
+    return tuple(links)
 
 
 def _glob_outside(verdict: Verdict, root: str) -> dict[str, str]:

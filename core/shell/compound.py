@@ -26,7 +26,10 @@ from core.shell.facts import WorkspaceFacts, workspace_key
 from core.shell.lexer import RESERVED
 from core.shell.paths import HARMLESS_DEVICES, in_git_folder, physical_key, scratch, where
 from core.shell.programs import family, judge
-from core.shell.stdin_names import lists_paths, names_cut, names_from, names_unjudged, splitting_name
+from core.shell.stdin_names import (
+    exec_linked, listed_link_out, listing, lists_paths, names_cut, names_from, names_linked, names_unjudged,
+    splitting_name,
+)
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, harmless_name
 from core.shell.tokens import Assign, Op, Redir, Token, Word
 from core.shell.verdict import H_GLOB, RANK, J, Verdict, allow, ask, rej
@@ -253,6 +256,8 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
             stdin_text is not None or any(r.fd == 0 and r.target != "/dev/null" for r in out)
         ) and names_from(argv) == "-":
             j = names_unjudged(j, "its input (a file or a here-document)")
+        if j.verdict == "allow" and facts is not None and facts.listed_links is not None:
+            j = exec_linked(j, argv, facts, cwd)  # find -exec cat {} + opens the links it finds
     if env and j.verdict == "allow":
         tuned = [a.name for a in env if not harmless_name(a.name)]
         if tuned:
@@ -376,6 +381,11 @@ def judge_tokens(
                     j = names_unjudged(j, f"the output of `{commands[-1].argv[0]}`")
                 elif (cut := splitting_name(command.argv, facts)) is not None:
                     j = names_cut(j, command.argv[0], cut)
+                elif facts is not None and facts.listed_links is not None and (
+                    (got_list := listing([c.argv for c in commands])) is not None
+                    and (linked := listed_link_out(got_list, facts, cwd)) is not None
+                ):
+                    j = names_linked(j, command.argv, linked)
                 command = replace(command, verdict=j.verdict, reason=j.reason)
             ran = runs_download(program, part_paths, downloaded)
             if ran is not None:

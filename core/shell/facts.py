@@ -66,6 +66,12 @@ class WorkspaceFacts:
     # a link there leads to, that leads out), or that the folder was too big
     # to check. Folders with no such link are absent.
     links_out: Mapping[str, str] = field(default_factory=dict)
+    # For a command that hands a lister's names to a program that opens them
+    # (``find . | xargs cat``, ``find -exec cat {} +``; core.shell.stdin_names):
+    # workspace_key(folder listed) -> the links under it (not followed) that
+    # lead out, each (path relative to the folder, where it leads); a ``""``
+    # path: why they could not all be found. None: not looked for.
+    listed_links: Mapping[str, tuple[tuple[str, str], ...]] | None = None
 
     def toolchain_file(self, program: str) -> str | None:
         if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):

@@ -13,10 +13,12 @@ lines on (``head``, ``sort``, ``grep -v PATTERN``); ``echo /etc/passwd``,
 
 from __future__ import annotations
 
-from core.shell.facts import SPLIT_UNKNOWN, WorkspaceFacts
+from fnmatch import fnmatchcase
+
+from core.shell.facts import SPLIT_UNKNOWN, WorkspaceFacts, workspace_key
 from core.shell.options import long_hit, scan, short_hit
 from core.shell.paths import path_words
-from core.shell.programs import OPTION_SPECS, family, xargs_command
+from core.shell.programs import OPTION_SPECS, _find_follows, _find_roots, family, xargs_command
 from core.shell.verdict import J, ask
 
 # Options whose value is a file (`-`: stdin) that holds the names of the files to open.
@@ -179,3 +181,215 @@ def names_cut(j: J, program: str, why: str) -> J:
 def names_unjudged(j: J, source: str) -> J:
     """``j`` (an allow) made an ask: the program opens files named by ``source``."""
     return ask(f"{j.reason}; but the file names it reads come from {source}, which may name files outside the workspace")
+
+
+# --- links a lister hands on by name ----------------------------------------------------
+# A program follows a symbolic link named on its command line: `cat ./p` with
+# `p -> /etc/hostname` prints the outside file. A lister that meets a link
+# while it walks lists its name (find without -L, unless a `-type` without
+# `l` rules links out; git ls-files / diff / grep list tracked links), so the
+# program that opens the listed names (`xargs cat`, `find -exec cat {} +`)
+# reads where the link leads. grep -r and rg skip links met on the way (grep
+# -R, rg -L and find -L are walks that follow links: programs.link_roots).
+# A listing is (the folders listed, as written; find's name tests a link must
+# pass, each (test, pattern)); the workspace facts hold the links out under
+# each folder (WorkspaceFacts.listed_links).
+
+Listing = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
+
+_NAME_TESTS = frozenset("-name -iname -path -ipath -wholename -iwholename".split())
+# find's tests and options that take one value, and those that take none; any
+# other word makes the expression unknown (then any link may pass).
+_FIND_VALUED = _NAME_TESTS | frozenset(
+    "-regex -iregex -type -xtype -maxdepth -mindepth -newer -anewer -cnewer -size -mtime -atime -ctime -mmin "
+    "-amin -cmin -perm -user -group -uid -gid -links -inum -samefile -fstype -used -context -regextype -lname "
+    "-ilname".split())
+_FIND_BARE = frozenset("-print -print0 -depth -d -xdev -mount -noleaf -ignore_readdir_race -noignore_readdir_race "
+                       "-daystart -prune -quit -true -false -empty -readable -writable -executable -nouser -nogroup "
+                       "-follow -nowarn -warn".split())
+_FIND_RUNS = frozenset(["-exec", "-execdir", "-ok", "-okdir"])
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _find_filters(expr: list[str]) -> tuple[tuple[str, str], ...] | None:
+    """The name tests a link must pass for the find expression ``expr`` (words
+    up to where the names are handed on) to be true of it; None when a
+    ``-type`` without ``l`` keeps links out. Only tests every branch has count:
+    a top-level ``-o`` / ``,`` or an unknown word gives ``()`` (any link may
+    pass), and a negated or parenthesised test is left out (a conjunction
+    without one of its terms passes more, never less)."""
+    depth, negated, tests, i = 0, False, [], 0
+    while i < len(expr):
+        a = expr[i]
+        i += 1
+        if a in ("-o", "-or", ","):
+            if depth == 0:
+                return ()
+            continue
+        if a in ("(", ")"):
+            depth += 1 if a == "(" else -1
+            negated = negated and depth > 0
+            continue
+        if a in ("!", "-not"):
+            negated = negated or depth == 0
+            continue
+        if a in _FIND_RUNS:  # its command's success filters what follows: left out
+            i = next((k + 1 for k in range(i, len(expr)) if expr[k] in (";", "+")), len(expr))
+            continue
+        if a in _FIND_VALUED or (a.startswith("-newer") and len(a) == 8):
+            value = expr[i] if i < len(expr) else ""
+            i += 1
+        elif a in _FIND_BARE:
+            value = ""
+        else:
+            return ()
+        if depth or negated:
+            negated = False
+            continue
+        if a == "-type" and "l" not in value.split(","):
+            return None
+        if a in _NAME_TESTS:
+            tests.append((a, value))
+    return tuple(tests)
+
+
+def _find_listing(args: list[str], stop: int | None) -> Listing | None:
+    """What find hands on at ``args[stop]`` (its -exec; None: what it prints)."""
+    roots = _find_roots(args)
+    k = 0
+    while k < len(args) and args[k] in ("-H", "-L", "-P"):
+        k += 1
+    while k < len(args) and not (args[k].startswith("-") or args[k] in ("(", "!", ",")):
+        k += 1  # a root
+    expr = args[k:]
+    if stop is None:  # it prints at its first top-level -print / -print0, or at the end
+        stop = next((e for e, a in enumerate(expr) if a in ("-print", "-print0")), len(expr))
+    else:
+        stop -= len(args) - len(expr)
+    if _find_follows(args):
+        return tuple(roots), ()  # -type f matches a link to a file then
+    tests = _find_filters(expr[:stop])
+    return None if tests is None else (tuple(roots), tests)
+
+
+def listing(parts: list[tuple[str, ...]]) -> Listing | None:
+    """Which links the lister at the end of ``parts`` (through filters that
+    pass whole lines, as in ``lists_paths``) may hand on by name, or None."""
+    for argv in reversed(parts):
+        fam, args = _fam(argv), list(argv[1:])
+        if fam in _WHOLE_LINES and not (fam in _GREPS and _lists_matches(args, "lL", "ABCDdefm")):
+            continue
+        if fam == "find":
+            return _find_listing(args, None)
+        if fam == "git":  # tracked links, from the working folder down
+            return (".",), ()
+        return None  # grep -l / rg: links met on the way are skipped; xargs: its input was judged
+    return None
+
+
+def exec_listings(argv: tuple[str, ...] | list[str]) -> list[Listing]:
+    """For a find whose -exec command opens the found names (``{}``), the links it may hand it."""
+    if _fam(argv) != "find" or ("-exec" not in argv and "-execdir" not in argv):
+        return []
+    args, out = list(argv[1:]), []
+    for k, a in enumerate(args):
+        if a in ("-exec", "-execdir"):
+            end = next((e for e in range(k + 1, len(args)) if args[e] in (";", "+")), len(args))
+            inner = args[k + 1:end]
+            if inner and _fam(inner) not in _PRINTERS and any("{}" in w for w in inner[1:]):
+                got = _find_listing(args, k)
+                if got is not None:
+                    out.append(got)
+    return out
+
+
+def pipeline_listings(parts: list[tuple[str, ...]]) -> list[Listing]:
+    """Every listing a program of the pipeline ``parts`` opens by name."""
+    out = [got for argv in parts for got in exec_listings(argv)]
+    for k in range(1, len(parts)):
+        if names_from(parts[k]) == "-" and (got := listing(list(parts[:k]))) is not None:
+            out.append(got)
+    return out
+
+
+def _passes(tests: tuple[tuple[str, str], ...], root: str, rel: str) -> bool:
+    """Whether the link at ``rel`` under ``root`` passes find's name tests (a
+    pattern with a class or an escape, which fnmatch reads otherwise: passes)."""
+    path = f"{root.rstrip('/') or '/'}/{rel}"  # as find prints it
+    for test, pattern in tests:
+        if "[" in pattern or "\\" in pattern or (test not in ("-name", "-iname") and _GLOB_CHARS.intersection(root)):
+            continue  # (a glob root: the path find prints starts with a match, not the pattern)
+        text = rel.rsplit("/", 1)[-1] if test in ("-name", "-iname") else path
+        if test in ("-iname", "-ipath", "-iwholename"):
+            text, pattern = text.lower(), pattern.lower()
+        if not fnmatchcase(text, pattern):
+            return False
+    return True
+
+
+def listed_link_out(got: Listing, facts: WorkspaceFacts | None, cwd: str | None) -> str | None:
+    """A link out of the workspace the listing ``got`` hands on, by the facts, or None."""
+    if facts is None or facts.listed_links is None:
+        return None  # not looked for (the first pass): the second pass has them
+    roots, tests = got
+    for root in roots:
+        links = facts.listed_links.get(workspace_key(root, cwd))
+        if links is None:
+            return f"`{root}` was not checked for links"
+        for rel, target in links:
+            if not rel:
+                return f"`{root}` {target}"
+            if _passes(tests, root, rel):
+                shown = f"{root.rstrip('/')}/{rel}"
+                return f"it lists `{shown}`, a symbolic link to `{target}`, outside the workspace"
+    return None
+
+
+def names_linked(j: J, argv: tuple[str, ...], why: str) -> J:
+    """``j`` (an allow) made an ask: ``argv`` opens a listed link that leads out."""
+    program = argv[0]
+    if _fam(argv) == "xargs" and (start := xargs_command(list(argv[1:]))[0]) < len(argv) - 1:
+        program = f"{program} {argv[1 + start]}"
+    return ask(f"{j.reason}; but {why}, and `{program}` opens what a link it is given leads to "
+               "(`find ... -type f` lists no links, nor do `grep -rl` and `rg --files`)")
+
+
+def exec_linked(j: J, argv: tuple[str, ...], facts: WorkspaceFacts, cwd: str | None) -> J:
+    """``j`` (an allow of ``argv``), or an ask when its find -exec command opens a listed link that leads out."""
+    for got in exec_listings(argv):
+        why = listed_link_out(got, facts, cwd)
+        if why is not None:
+            return names_linked(j, ("find -exec",), why)
+    return j
+
+
+# (pipeline, the listings its programs open by name), run by tests/shell/test_shell_rules.py
+LISTING_CASES: list[tuple[str, list[Listing]]] = [
+    ("find . -name '*.py' | xargs cat", [((".",), (("-name", "*.py"),))]),
+    ("find src docs | xargs wc -l", [(("src", "docs"), ())]),
+    ("find . -type f -name '*.py' | xargs cat", []),
+    ("find . -name '*.py' -type f,d | xargs cat", []),
+    ("find . -type l | xargs cat", [((".",), ())]),
+    ("find . -type f,l | xargs cat", [((".",), ())]),
+    ("find . ! -type f | xargs cat", [((".",), ())]),  # negated: left out
+    ("find . -not -path './.venv/*' -name '*.py' | xargs cat", [((".",), (("-name", "*.py"),))]),
+    ("find . -name a -o -type f | xargs cat", [((".",), ())]),  # either branch
+    ("find . \\( -name a -o -name b \\) -type f | xargs cat", []),
+    ("find . -path ./x -prune -o -type f -print | xargs cat", [((".",), ())]),
+    ("find . -print -type f | xargs cat", [((".",), ())]),  # it prints before the test
+    ("find -L . -type f | xargs cat", [((".",), ())]),  # -type f matches a link to a file
+    ("find . -newermt 2024-01-01 -name x | xargs cat", [((".",), (("-name", "x"),))]),
+    ("find . -weird x -type f | xargs cat", [((".",), ())]),  # unknown: anything may pass
+    ("find . -name '*.py' | grep -v test | sort | xargs grep -n x", [((".",), (("-name", "*.py"),))]),
+    ("find . -name '*.py' | xargs echo", []),
+    ("git ls-files | xargs cat", [((".",), ())]),
+    ("git diff --name-only | xargs wc -l", [((".",), ())]),
+    ("grep -rl x . | xargs cat", []),
+    ("rg --files | xargs cat", []),
+    ("find . -name '*.py' -exec cat {} +", [((".",), (("-name", "*.py"),))]),
+    ("find . -type f -exec cat {} +", []),
+    ("find . -exec cat {} + -type f", [((".",), ())]),  # the test comes after the -exec
+    ("find -H src -execdir grep -h x {} \\;", [(("src",), ())]),
+    ("find . -name p -exec echo {} +", []),
+    ("find . -exec cat list.txt \\;", []),  # the found names are not its operands
+]

@@ -371,7 +371,7 @@ _FOLLOWING = [
     "find -L . -name hostname -exec cat {} +", "find docs -maxdepth 1 -exec grep -R -l . {} +",
     "find docs -print0 | xargs -0 grep -R -l .", "du -aL docs", "du -a --dereference", "ls -RL docs",
     "ls -R --dereference", "tree -l docs", "diff -r docs other", "diff -rq docs other", "diff docs other",
-    "cd docs && grep -R -l . .", "grep -R -l . do*",
+    "cd docs && grep -R -l . .", "grep -R -l . do*", "true && cd docs && grep -R -l . .",
 ]
 # The same walks that do not follow links met on the way.
 _NOT_FOLLOWING = [
@@ -475,3 +475,102 @@ def test_a_virtualenv_linking_its_interpreter_from_usr_keeps_grep_R_allowed(work
     (workspace / ".venv" / "etc").symlink_to("/etc")
     verdict = validate_in_workspace("grep -R -n 'x =' .", str(workspace))
     assert verdict.verdict == "ask" and ".venv/etc" in verdict.reason, verdict.reason
+
+
+# --- a lister hands a link's name to a program that opens it ------------------------------
+
+_NAMING = [
+    "find . -name '*.py' -exec cat {} +", "find . -name p -exec head {} \\;", "find docs -exec grep -h . {} +",
+    "find . -name '*.py' | xargs cat", "git ls-files | xargs cat", "find . | xargs wc -l",
+    "find docs -print0 | xargs -0 grep -h .", "find . -name 'p*' -o -name x | xargs cat",
+    "find . ! -type f -exec cat {} +", "find . -type l | xargs cat", "cd docs && find . | xargs cat",
+    "true && cd docs && find . | xargs cat", "git ls-files -z | xargs -0 head", "find do* -name '*.py' | xargs cat",
+    "find . -name '*.py' -execdir cat {} +",
+]
+# With the same links: listers that do not list them, or a name filter they do not pass.
+_NOT_NAMING = [
+    "find . -type f -name '*.py' | xargs cat", "find . -type f -exec cat {} +", "grep -rl . . | xargs cat",
+    "grep -rl x | xargs cat", "find src -name '*.py' | xargs cat", "find . -name '*.md' | xargs cat",
+    "find . -name '*.py' -type f -print0 | xargs -0 grep -h .", "find . -name p -exec echo {} +",
+    "find . \\( -name '*.py' -o -name '*.md' \\) -type f | xargs cat", "find . -name '*.py' | xargs echo",
+    "find . -name '*.txt' -not -path './docs/*' | xargs cat",
+]
+
+
+def _named_links(ws: Path) -> str:
+    outside = "/etc/hostname" if os.path.exists("/etc/hostname") else "/etc/passwd"
+    (ws / "src").mkdir()
+    (ws / "src" / "a.py").write_text("print(1)\n")
+    (ws / "docs").mkdir()
+    (ws / "docs" / "guide.md").write_text("guide\n")
+    (ws / "p").symlink_to(outside)
+    (ws / "docs" / "p.py").symlink_to(outside)
+    _git(ws, "init", "-q")
+    _git(ws, "add", "-A")
+    _git(ws, "commit", "-qm", "planted")
+    return outside
+
+
+def test_the_real_programs_open_a_listed_link(workspace: Path) -> None:
+    """Unsandboxed, each shape prints the outside file through the link's name;
+    `-type f`, `grep -r` (skips links met on the way) do not."""
+    secret = Path(_named_links(workspace)).read_text()
+
+    def run(command: str) -> str:
+        return subprocess.run(["sh", "-c", command + " 2>/dev/null"], cwd=workspace, capture_output=True,
+                              text=True, errors="replace", timeout=30, check=False, env=_GIT_ENV).stdout
+
+    for command in ("find . -name '*.py' -exec cat {} +", "find . -name p -exec head {} \\;",
+                    "find docs -exec grep -h . {} +", "find . -name '*.py' | xargs cat", "git ls-files | xargs cat"):
+        assert secret in run(command), command
+    assert "./p" in run("find . | xargs wc -l")
+    for command in ("find . -type f -name '*.py' | xargs cat", "grep -rl . . | xargs cat", "grep -rl . | xargs cat"):
+        assert secret not in run(command), command
+
+
+@pytest.mark.parametrize("command", _NAMING)
+def test_a_listed_link_out_of_the_workspace_asks(workspace: Path, command: str) -> None:
+    _named_links(workspace)
+    verdict = validate_in_workspace(command, str(workspace))
+    assert verdict.verdict == "ask", (command, verdict.reason)
+    assert "/etc/" in verdict.reason and "-type f" in verdict.reason, verdict.reason
+
+
+@pytest.mark.parametrize("command", _NOT_NAMING)
+def test_listers_that_do_not_list_the_link_stay_allowed(workspace: Path, command: str) -> None:
+    _named_links(workspace)
+    verdict = validate_in_workspace(command, str(workspace))
+    assert verdict.verdict == "allow", (command, verdict.reason)
+
+
+@pytest.mark.parametrize("command", _NAMING)
+def test_listed_links_inside_or_to_system_software_stay_allowed(workspace: Path, command: str) -> None:
+    (workspace / "src").mkdir()
+    (workspace / "src" / "a.py").write_text("print(1)\n")
+    (workspace / "docs").mkdir()
+    (workspace / "p").symlink_to("src/a.py")
+    (workspace / "docs" / "p.py").symlink_to("../src/a.py")
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "bin" / "python").symlink_to("/usr/bin/env")
+    _git(workspace, "init", "-q")
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "-qm", "inside")
+    verdict = validate_in_workspace(command, str(workspace))
+    assert verdict.verdict == "allow", (command, verdict.reason)
+
+
+def test_an_unrelated_link_out_keeps_a_name_filtered_find_allowed(workspace: Path) -> None:
+    """A virtualenv's interpreter from pyenv leads out, but `-name '*.py'` never lists it."""
+    (workspace / "src").mkdir()
+    (workspace / "src" / "a.py").write_text("print(1)\n")
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    (workspace / ".venv" / "bin" / "python").symlink_to("/etc/hostname")
+    for command in ("find . -name '*.py' | xargs grep -n x", "find . -name '*.py' -exec grep -n x {} +",
+                    "find . -iname '*.PY' | xargs wc -l"):
+        assert validate_in_workspace(command, str(workspace)).verdict == "allow", command
+    verdict = validate_in_workspace("find . -name 'py*' | xargs cat", str(workspace))
+    assert verdict.verdict == "ask" and ".venv/bin/python" in verdict.reason, verdict.reason
+    from activities.bash.facts import listed_out
+
+    assert listed_out(str(workspace), str(workspace), [100]) == ((".venv/bin/python", "/etc/hostname"),)
+    assert listed_out(str(workspace), str(workspace), [3])[-1][0] == ""  # too big: the command asks

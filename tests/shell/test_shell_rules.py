@@ -70,3 +70,21 @@ def test_link_following_walk(command: str, roots: tuple[str, ...]) -> None:
     assert link_roots(shlex.split(command)) == roots, command
     if roots:  # and the command itself is one the validator allows (else the walk never matters)
         assert validate_command(command).verdict == "allow", command
+
+
+def _listing_cases() -> list:
+    from core.shell.stdin_names import LISTING_CASES
+
+    return LISTING_CASES
+
+
+@pytest.mark.parametrize(("command", "listings"), _listing_cases(), ids=[c for c, _ in _listing_cases()])
+def test_links_a_lister_hands_on_by_name(command: str, listings: list) -> None:
+    """Which folders' links a pipeline's programs open by name, and the find
+    name tests such a link must pass (core.shell.stdin_names.pipeline_listings)."""
+    import shlex
+
+    from core.shell.stdin_names import pipeline_listings
+
+    parts = [tuple(shlex.split(p)) for p in command.split(" | ")]
+    assert pipeline_listings(parts) == listings, command
