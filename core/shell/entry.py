@@ -63,12 +63,17 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool
     tokens: list[Token]
     if FAST_COMMAND.fullmatch(s):
         skeleton = s
-        tokens = [word_new((a, b, unquote(s[a:b]), False)) for a, b in (m.span() for m in FAST_WORD.finditer(s))]
+        if "'" in s or '"' in s:
+            tokens = [word_new((m.start(), m.end(), unquote(m.group()), False)) for m in FAST_WORD.finditer(s)]
+        else:  # no quotes anywhere: every word is its own value
+            tokens = [word_new((m.start(), m.end(), m.group(), False)) for m in FAST_WORD.finditer(s)]
+        plain = True  # one command of words
     else:
         lexed = tokenize(s, _env(s, facts) if "$" in s else None)
         if isinstance(lexed, J):
             return _rejected(lexed), False
         tokens, skeleton = lexed
+        plain = skeleton is s and not any(type(t) is not Word for t in tokens)  # one command of words
     if len(tokens) > MAX_TOKENS:
         # bashlex takes about a quarter millisecond per word: bound the time a
         # validation may take (it also runs inside workflow tasks)
@@ -77,7 +82,6 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool
             f"the command has too many words and operators ({len(tokens)}, at most {MAX_TOKENS})",
             "split it into several bash calls, or pass long lists through a file",
         ), True
-    plain = skeleton is s and not any(type(t) is not Word for t in tokens)  # one command of words
     words = tokens if plain else [t for t in tokens if type(t) is Word]
     if "$" in skeleton or "`" in skeleton or "(" in skeleton:
         spans = [(w.start, w.end) for w in words]  # type: ignore[union-attr]
