@@ -66,14 +66,17 @@ _op_new = partial(tuple.__new__, Op)
 _WORD_CHARS = re.compile(r"[A-Za-z0-9_./:@%+,=^\]-]+")
 # A plain word (safe characters and simple quotes, as lexer.FAST_WORD) that ends
 # where a token ends (not digits right before < or >: a descriptor), the list
-# and pipe operators, and spaces. Newlines take the slow path (here-documents).
+# and pipe operators, each with the spaces before it (one match per token, not
+# two); spaces before anything else match alone, so a long run of them is read
+# once. Newlines take the slow path (here-documents).
 _END = r"(?=[ \n;|&<>]|$)"
 _SIMPLE = re.compile(
-    r"(?P<space> +)|(?P<word>" + FAST_WORD.pattern + r")" + _END + r"(?<!\d(?=[<>]))"
+    r" *+(?:(?P<word>" + FAST_WORD.pattern + r")" + _END + r"(?<!\d(?=[<>]))"
     r"|(?P<op>&&|\|\||\|(?!&)|;(?![;&]))"
     r"|(?P<dup>(?P<dupfd>[12])?>&(?P<dupto>[12]))(?=[ \n;|&]|$)"
     r"|(?P<null>(?P<nullfd>[12]|&)?>/dev/null)(?=[ \n;|&]|$)"
     r"|(?P<glob>(?!-)[A-Za-z0-9_./:@%+,=^-]*[*?][A-Za-z0-9_./:@%+,=^*?-]*)" + _END  # `-*`: slow path
+    + r")|(?P<space> +)"
 )
 _FD_PREFIX = re.compile(r"(\d+)(?=[<>])")
 # the delimiter must end the word (bash reads `<<'EOF'x` as the delimiter EOFx)
@@ -408,19 +411,19 @@ def _simple_tokens(s: str) -> list[Token] | None:
     out: list[Token] = []
     end = 0
     for m in _SIMPLE.finditer(s):
-        a, b = m.span()
-        if a != end:
+        if m.start() != end:
             return None
-        end = b
+        end = b = m.end()
         kind = m.lastgroup
         if kind == "space":
             continue
+        a = m.start(kind)  # after the spaces the match began with
         if kind == "word":
-            out.append(word_new((a, b, unquote(m.group()), False)))
+            out.append(word_new((a, b, unquote(m.group(kind)), False)))
         elif kind == "op":
-            out.append(_op_new((a, b, m.group())))
+            out.append(_op_new((a, b, m.group(kind))))
         elif kind == "glob":
-            out.append(word_new((a, b, m.group(), True)))
+            out.append(word_new((a, b, m.group(kind), True)))
         elif kind == "dup":
             out.append(Redir(a, b, int(m.group("dupfd") or 1), ">&", m.group("dupto")))
         else:
@@ -443,12 +446,14 @@ def tokenize(s: str, env: dict[str, str] | None = None) -> tuple[list[Token], st
         m = _SIMPLE.match(s, i)  # the common tokens, without the character-by-character path
         if m is not None:
             kind = m.lastgroup
+            if kind != "space":
+                i = m.start(kind)  # after the spaces the match began with
             if kind == "word":
-                out.append(Word(i, m.end(), unquote(m.group()), False))
+                out.append(Word(i, m.end(), unquote(m.group(kind)), False))
             elif kind == "op":
-                out.append(Op(i, m.end(), m.group()))
+                out.append(Op(i, m.end(), m.group(kind)))
             elif kind == "glob":
-                out.append(Word(i, m.end(), m.group(), True))
+                out.append(Word(i, m.end(), m.group(kind), True))
             elif kind == "dup":
                 out.append(Redir(i, m.end(), int(m.group("dupfd") or 1), ">&", m.group("dupto")))
             elif kind == "null":
