@@ -15,7 +15,12 @@ _SAFE = r"A-Za-z0-9_./:@%+,=^\]-"
 # is no control or non-ASCII character anywhere.
 _IN_SINGLE = r"[\x20-\x26\x28-\x7e]"  # not '
 _IN_DOUBLE = r"[\x20\x21\x23\x25-\x5b\x5d-\x5f\x61-\x7e]"  # not " $ \ `
-_WORD = r"(?:[" + _SAFE + r"]|'" + _IN_SINGLE + r"*'|\"" + _IN_DOUBLE + r"*\")+"
+# `[...]++` inside the repetition: a run of safe characters is one step of the
+# regex engine's single-character loop, not one pass through the alternation
+# (and its backtracking bookkeeping) per character. Possessive, so a failing
+# match never tries the ways of splitting a run (exponential); a run is always
+# followed by a quote, a space or the end, so the language is the same.
+_WORD = r"(?:[" + _SAFE + r"]++|'" + _IN_SINGLE + r"*'|\"" + _IN_DOUBLE + r"*\")+"
 FAST_COMMAND = re.compile(_WORD + r"(?: +" + _WORD + r")*")
 FAST_WORD = re.compile(_WORD)
 RESERVED = frozenset(
