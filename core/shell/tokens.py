@@ -406,12 +406,15 @@ def _bodies(s: str, i: int, pending: list, out: list[Token], patches: list) -> i
 
 
 def _simple_tokens(s: str) -> list[Token] | None:
-    """Tokens of a command made only of the common tokens (one regex pass), or
+    """Tokens of a command made only of the common tokens (one regex match each), or
     None when something else appears (the general loop takes over)."""
     out: list[Token] = []
-    end = 0
-    for m in _SIMPLE.finditer(s):
-        if m.start() != end:
+    end, n, match = 0, len(s), _SIMPLE.match
+    while end < n:
+        # each token where the last one ended (finditer would search on past an
+        # unknown token, once per later position: quadratic on a long word)
+        m = match(s, end)
+        if m is None:
             return None
         end = b = m.end()
         kind = m.lastgroup
@@ -429,7 +432,7 @@ def _simple_tokens(s: str) -> list[Token] | None:
         else:
             fd = m.group("nullfd")
             out.append(Redir(a, b, -1 if fd == "&" else int(fd or 1), ">", "/dev/null"))
-    return out if end == len(s) else None
+    return out
 
 
 def tokenize(s: str, env: dict[str, str] | None = None) -> tuple[list[Token], str] | J:
