@@ -99,7 +99,8 @@ def judge(
             return base, ask(f"`{word}` runs a script or program from the workspace"), _keys(paths, cwd)
     else:
         base = word
-    fam = family(base.lower())
+    lname = base.lower()
+    fam = family(lname)
     handler = HANDLERS.get(fam)
     if handler is None:
         j = ask(f"`{base}` is not on the read-only list; it may change files or run code")
@@ -117,9 +118,10 @@ def judge(
     written = written_paths(fam, args, paths) if j.writes and paths else []
     outside = None
     leads_to = ""  # where a glob's match outside the workspace leads
-    keys = _keys(paths, cwd)
-    for p, key in zip(paths, keys):
-        w = where_both(key, physical_key(p, cwd), facts)
+    keys = [workspace_key(p, cwd) for p in paths]
+    physical = [physical_key(p, cwd) for p in paths]  # each path's once: also in the keys returned
+    for p, key, phys in zip(paths, keys, physical):
+        w = where_both(key, phys, facts)
         if w == "endless":
             return base, rej(
                 f"`{p}` is a device that never ends or is not a file (an endless or huge read)",
@@ -155,7 +157,7 @@ def judge(
         # only the sandbox's scratch /tmp changes: nothing to approve
         j = J("allow", f"{j.reason} (only in the scratch /tmp)")
     if j.verdict == "allow":
-        toolchain = _toolchain(base.lower(), fam, facts)
+        toolchain = _toolchain(lname, fam, facts)
         git_program = _git_program(argv, facts)
         if git_program is not None:
             j = ask(f"{j.reason}, but {git_program}")
@@ -168,7 +170,7 @@ def judge(
             j = ask(f"{j.reason}, but it follows symbolic links {walk}")
         elif toolchain is not None:
             j = ask(f"{j.reason}, but {toolchain}")
-    return base, j, keys
+    return base, j, keys + [k for k in physical if k is not None]  # as _keys
 
 
 _TOOLCHAIN_ANY = frozenset().union(*TOOLCHAIN_PROGRAMS.values())
