@@ -65,8 +65,8 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool
         skeleton = s
         if "'" in s or '"' in s:
             tokens = [word_new((m.start(), m.end(), unquote(m.group()), False)) for m in FAST_WORD.finditer(s)]
-        else:  # no quotes anywhere: every word is its own value
-            tokens = [word_new((m.start(), m.end(), m.group(), False)) for m in FAST_WORD.finditer(s)]
+        else:
+            tokens = _unquoted_words(s)
         plain = True  # one command of words
     else:
         lexed = tokenize(s, _env(s, facts) if "$" in s else None)
@@ -100,6 +100,21 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool
     # Every part parsed as a plain command: a rule's rejection is final, there is
     # no opaque construct to look for (and no second bashlex parse for it).
     return judged, "variable assignment" not in judged.reason
+
+
+def _unquoted_words(s: str) -> list[Token]:
+    """The words of a fast-path command without quotes: runs of safe characters
+    between spaces, each its own value (half the cost of a regex pass)."""
+    tokens: list[Token] = []
+    start = 0
+    for part in s.split(" "):
+        if part:
+            end = start + len(part)
+            tokens.append(word_new((start, end, part, False)))
+            start = end + 1
+        else:
+            start += 1  # one of several spaces in a row
+    return tokens
 
 
 def _target_span(s: str, r: Redir) -> tuple[int, int]:
