@@ -15,8 +15,8 @@ trusting a plan handed to it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Callable, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 RedirectOp = Literal["<", ">", ">>", ">&", "&>"]
 ListOp = Literal["&&", "||", ";"]
@@ -86,26 +86,3 @@ class CommandList:
 
     def all_commands(self) -> tuple[SimpleCommand, ...]:
         return tuple(c for p in self.items for c in p.commands)
-
-
-def quick_constructor(cls: type) -> Callable[..., Any]:
-    """A constructor for the frozen dataclass ``cls`` taking every field, in
-    order: it fills the new instance's ``__dict__`` in one step, where the
-    generated ``__init__`` calls ``object.__setattr__`` once per field (the
-    validator builds four such objects for every command it accepts). The
-    result is equal to, and hashes like, the one ``cls(...)`` builds."""
-    names = tuple(f.name for f in fields(cls))
-    new = object.__new__
-
-    def make(*values: Any) -> Any:
-        obj = new(cls)
-        obj.__dict__.update(zip(names, values, strict=True))
-        return obj
-
-    return make
-
-
-# The plan's constructors on the validator's hot path (core.shell.compound).
-new_command = quick_constructor(SimpleCommand)
-new_pipeline = quick_constructor(Pipeline)
-new_list = quick_constructor(CommandList)

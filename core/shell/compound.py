@@ -21,7 +21,7 @@ with its redirections; the whole command's verdict is the worst part's
 from __future__ import annotations
 
 from dataclasses import replace
-from core.shell.command_plan import Redirect, SimpleCommand, new_command, new_list, new_pipeline
+from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 from core.shell.facts import WorkspaceFacts, workspace_key
 from core.shell.lexer import RESERVED
 from core.shell.paths import HARMLESS_DEVICES, in_git_folder, physical_key, scratch, where
@@ -32,7 +32,7 @@ from core.shell.stdin_names import (
 )
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, harmless_name
 from core.shell.tokens import Assign, Op, Redir, Token, Word
-from core.shell.verdict import H_GLOB, RANK, J, Verdict, allow, ask, new_verdict, rej
+from core.shell.verdict import H_GLOB, RANK, J, Verdict, allow, ask, rej
 
 _STDIN_INTERPRETERS = frozenset(
     "python pypy pypy3 perl ruby node nodejs php lua luajit sh bash zsh dash ksh mksh tclsh".split()
@@ -276,8 +276,8 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
     verdict = j.verdict if RANK[j.verdict] >= RANK[floor] else floor
     reason = "; ".join([j.reason, *notes]) if notes else j.reason
     lost = lost or j.destructive
-    command = new_command(
-        argv, globs, tuple(out), stdin_text, verdict, reason, lost,
+    command = SimpleCommand(
+        argv, globs, tuple(out), stdin_text, verdict, reason, lost,  # type: ignore[arg-type]
         tuple([(a.name, a.value) for a in env]) if env else (),
     )
     return command, J(verdict, reason, None, lost), program, paths + rpaths if rpaths else paths
@@ -336,8 +336,8 @@ def judge_tokens(
             words = tuple(t.value for t in items[0][0] if type(t) is Word)  # type: ignore[union-attr]
             return Verdict("reject", got.reason, got.hint, words[0].rsplit("/", 1)[-1] if words else None, words)
         command, j, program, part_paths = got
-        plan = new_list((new_pipeline((command,)),), (), None, None)
-        return new_verdict(j.verdict, j.reason, None, program, command.argv, plan, j.destructive, tuple(part_paths), False)
+        plan = CommandList((Pipeline((command,)),))
+        return Verdict(j.verdict, j.reason, None, program, command.argv, plan, j.destructive, tuple(part_paths))  # type: ignore[arg-type]
     cd = _cd(items[0], ops, facts)
     if isinstance(cd, J):
         return Verdict("reject", cd.reason, cd.hint, "cd")
@@ -397,11 +397,11 @@ def judge_tokens(
             paths.extend(part_paths)
             if worst is None or RANK[j.verdict] > RANK[worst[1].verdict]:
                 worst = ((k, part), j, program, command.argv)
-        pipelines.append(new_pipeline(tuple(commands)))
+        pipelines.append(Pipeline(tuple(commands)))
     assert worst is not None
     (k, part), j, program, argv = worst
     name = f"part {k} of {total} (`{_show(part, s)}`)" if total > 1 else ""
-    plan = new_list(tuple(pipelines), tuple(ops), start, None)
+    plan = CommandList(tuple(pipelines), tuple(ops), start)  # type: ignore[arg-type]
     lost = any(c.destructive for p in pipelines for c in p.commands)
     if total > 1:
         reason = f"{total} parts; the strictest is {name}: {j.reason}"
@@ -409,7 +409,7 @@ def judge_tokens(
             reason += "; a part is destructive: " + next(c.reason for c in plan.all_commands() if c.destructive)
     else:
         reason = j.reason
-    return new_verdict(j.verdict, reason, None, program, argv, plan, lost, tuple(paths), False)
+    return Verdict(j.verdict, reason, None, program, argv, plan, lost, tuple(paths))  # type: ignore[arg-type]
 
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py

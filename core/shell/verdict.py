@@ -12,7 +12,7 @@ from functools import partial
 from typing import Literal, NamedTuple
 
 
-from core.shell.command_plan import CommandList, quick_constructor
+from core.shell.command_plan import CommandList
 
 VerdictName = Literal["allow", "ask", "reject"]
 RANK: dict[str, int] = {"allow": 0, "ask": 1, "reject": 2}
@@ -40,10 +40,6 @@ class Verdict:
     # captured copy of the workspace, one call at a time, and what it changed
     # decides (never the read-only mount, never in parallel).
     opaque: bool = False
-
-
-# Every field given, in order (see quick_constructor): for the accepted commands' verdicts.
-new_verdict = quick_constructor(Verdict)
 
 
 class J(NamedTuple):
