@@ -27,6 +27,7 @@ SLOWEST_FIRST = (
     "tests/cli/test_client_cli.py::test_twenty_consecutive_runs_all_exit_zero",
     "tests/tools/test_limits.py::test_thousands_of_calls_complete_and_keep_every_result",
     "tests/cli/test_web_ui.py::test_approve_a_paused_turn_from_the_web_ui",
+    "tests/session/test_session.py::test_a_model_call_heartbeats_while_its_dispatched_calls_are_still_being_sent",
     "tests/turn/test_streaming_crash.py::test_worker_killed_mid_stream_after_a_dispatched_call_ran",
     "tests/durability/test_worker_crash.py::test_killed_after_writes_landed_the_replay_reports_them_applied",
     "tests/txn/test_txn_worker_crash.py::test_sigkill_during_the_command_runs_it_again_once",

@@ -266,6 +266,44 @@ def session_activities(
     sees each tool call the moment its JSON closes in the stream (the hook
     for streaming dispatch)."""
 
+    async def _answer(request: ModelCallRequest, config: Any, entries: Any, api_key: Any, base_url: Any,
+                      progress: Callable[[list[AssembledCall]], None], dispatcher: StreamDispatcher | None,
+                      store: TranscriptStore, head: str) -> ModelResponse:
+        """The model's answer to the transcript at ``head``: streamed, bounded,
+        merged with what streaming dispatch started, and appended."""
+        try:
+            response = await stream_model(config, entries, api_key, base_url, progress,
+                                          id_prefix=f"call_m{request.call_number}")
+        except Exception as exc:
+            if dispatcher is not None:  # a retry dispatches again
+                dispatcher.cancel()
+            classified = classify(config.provider, exc)
+            if classified is None:
+                raise
+            raise classified from None
+        # Text the model API decoded from a lone surrogate escape cannot be
+        # encoded: not for the history, the transcript or the next request.
+        response.text = replace_surrogates(response.text)
+        response.reasoning = {k: replace_surrogates(v) for k, v in response.reasoning.items()}
+        response.reasoning_details = _without_surrogates(response.reasoning_details)
+        response.thinking = _without_surrogates(response.thinking)
+        for call in response.calls:
+            call.extra = _without_surrogates(call.extra)
+        bounded = _bounded(response, config.provider, head)
+        if dispatcher is not None:  # the transcript records the merged batch
+            over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
+            bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls, abandon=over))
+        # (what only one protocol carries is empty for the other)
+        assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls,
+                                    call_extras={c.id: c.extra for c in response.calls if c.extra},
+                                    thinking=response.thinking, reasoning=response.reasoning,
+                                    reasoning_details=response.reasoning_details)
+        try:
+            bounded.transcript_head = await asyncio.to_thread(store.append, head, [assistant])
+        except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:
+            raise _transcript_error(exc) from None
+        return bounded
+
     @activity.defn(name=CALL_MODEL_ACTIVITY)
     async def call_model(request: ModelCallRequest) -> ModelResponse:
         _check_root(request.workspace.root, workspace_root)
@@ -290,41 +328,15 @@ def session_activities(
                 for call in closed:
                     on_closed_call(request, call)
 
+        # Until the activity returns, not only while the model streams: after
+        # the stream the close waits for the dispatch signals still on their
+        # way and for the turn to take the batch, which a loaded server may
+        # stretch past the heartbeat timeout (the call would be retried).
         beat = asyncio.create_task(_heartbeat_forever())
         try:
-            response = await stream_model(config, entries, api_key, base_url, progress,
-                                          id_prefix=f"call_m{request.call_number}")
-        except Exception as exc:
-            if dispatcher is not None:  # a retry dispatches again
-                dispatcher.cancel()
-            classified = classify(config.provider, exc)
-            if classified is None:
-                raise
-            raise classified from None
+            return await _answer(request, config, entries, api_key, base_url, progress, dispatcher, store, head)
         finally:
             beat.cancel()
-        # Text the model API decoded from a lone surrogate escape cannot be
-        # encoded: not for the history, the transcript or the next request.
-        response.text = replace_surrogates(response.text)
-        response.reasoning = {k: replace_surrogates(v) for k, v in response.reasoning.items()}
-        response.reasoning_details = _without_surrogates(response.reasoning_details)
-        response.thinking = _without_surrogates(response.thinking)
-        for call in response.calls:
-            call.extra = _without_surrogates(call.extra)
-        bounded = _bounded(response, config.provider, head)
-        if dispatcher is not None:  # the transcript records the merged batch
-            over = request.tokens_left is not None and bounded.usage.total >= request.tokens_left
-            bounded = merged_response(bounded, await dispatcher.close(bounded.tool_calls, abandon=over))
-        # (what only one protocol carries is empty for the other)
-        assistant = TranscriptEntry(kind="assistant", text=response.text, tool_calls=bounded.tool_calls,
-                                    call_extras={c.id: c.extra for c in response.calls if c.extra},
-                                    thinking=response.thinking, reasoning=response.reasoning,
-                                    reasoning_details=response.reasoning_details)
-        try:
-            bounded.transcript_head = await asyncio.to_thread(store.append, head, [assistant])
-        except (TranscriptMissing, TranscriptCorrupted, WorkspaceError) as exc:
-            raise _transcript_error(exc) from None
-        return bounded
 
     @activity.defn(name=APPEND_TRANSCRIPT_ACTIVITY)
     async def append_transcript(request: TranscriptAppend) -> str | None:

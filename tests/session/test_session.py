@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -245,3 +246,33 @@ async def test_reasoning_details_of_a_bad_shape_are_skipped_not_fatal(
     assistant = [m for m in model_server.requests[2].body["messages"] if m["role"] == "assistant"]
     assert assistant[0]["reasoning_details"] == [{**readable, "text": "Broken \ufffd thought."}]  # (invalid Unicode replaced)
     assert "reasoning_details" not in assistant[1]
+
+
+async def test_a_model_call_heartbeats_while_its_dispatched_calls_are_still_being_sent(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between the end of the stream and the batch's close the call waits for
+    the dispatch signals still on their way; on a loaded server that took
+    longer than the 10 s heartbeat timeout, the model call was cancelled and
+    retried, and the retry took the next answer for this one."""
+    from activities.model.dispatch import StreamDispatcher
+
+    send_all = StreamDispatcher._send_all
+
+    async def slow_send_all(self: StreamDispatcher) -> None:
+        await asyncio.sleep(12)  # past the model call's heartbeat timeout
+        await send_all(self)
+
+    monkeypatch.setattr(StreamDispatcher, "_send_all", slow_send_all)
+    (workspace / "app.py").write_text("x = 1\n")
+    model_server.add(
+        Reply(text="Looking.", tool_calls=[tool("read_file", path="app.py")]),
+        Reply(text="x is 1."),
+        Reply(text="(a retried call took this answer)"),
+    )
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        sid = await _start(client, workspace, task_queue, "openai", "What is x?")
+        view = await sessions.wait_for_answer(client, sid, timeout=90)
+    assert view.last_answer == "x is 1." and view.model_calls == 2, view
+    assert len(model_server.requests) == 2  # no model call was made twice
