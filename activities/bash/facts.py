@@ -35,7 +35,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
-from typing import Iterator
+from typing import Callable, Iterator
 
 from activities.bash.executor import MAX_GLOB_MATCHES
 from activities.sandbox.environment import command_path
@@ -144,26 +144,50 @@ def split_names(root: str, limit: int = MAX_NAMES_CHECKED) -> dict[str, str]:
     the first such path (relative); ``SPLIT_UNKNOWN`` when there are more than
     ``limit`` entries. Links are not followed (listers do not follow them)."""
     found: dict[str, str] = {}
-    seen = 0
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            if seen > limit:
-                return {SPLIT_UNKNOWN: f"the workspace holds more than {limit:,} files, too many to check their names"}
+    try:
+        for entry, _ in _entries(root, [limit]):
             for ch in XARGS_SPLITS.intersection(entry.name):
                 found.setdefault(ch, os.path.relpath(entry.path, root))
+    except TooManyEntries:
+        return {SPLIT_UNKNOWN: f"the workspace holds more than {limit:,} files, too many to check their names"}
+    return found
+
+
+class TooManyEntries(Exception):
+    """A walk met more entries than its budget allows."""
+
+
+def _entries(start: str, budget: list[int], into: Callable[[str], bool] = lambda target: False,
+             ) -> Iterator[tuple[os.DirEntry[str], str | None]]:
+    """Every entry under ``start``, folders in name order, each folder once,
+    spending ``budget[0]`` by one per entry (TooManyEntries when it runs out),
+    with where the entry leads when it is a link. Links are not followed,
+    except into a folder ``into(target)`` accepts (the walk goes on there)."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        folder = stack.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue  # not a folder (or unreadable: the program cannot walk it either)
+        for entry in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise TooManyEntries
             try:
-                if entry.is_dir(follow_symlinks=False):
+                target = os.path.realpath(entry.path) if entry.is_symlink() else None
+                if target is not None and into(target) and os.path.isdir(target):
+                    stack.append(target)
+                elif target is None and entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
             except OSError:
                 continue
-    return found
+            yield entry, target
 
 
 def _parts_in_folders(verdict: Verdict, root: str) -> Iterator[tuple[str | None, Pipeline]]:
@@ -223,33 +247,13 @@ def link_out(start: str, root: str, budget: list[int]) -> str | None:
     real_start = os.path.realpath(start)
     if not (within(real_start, root) or scratch(real_start)):
         return None  # the folder itself: a path word, judged as such (and not walked: /usr is big)
-    seen: set[str] = set()
-    stack = [start]
-    while stack:
-        folder = stack.pop()
-        real = os.path.realpath(folder)
-        if real in seen:
-            continue
-        seen.add(real)
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue  # not a folder (or unreadable: the program cannot walk it either)
-        for entry in entries:
-            budget[0] -= 1
-            if budget[0] < 0:
-                return f"it holds more than {MAX_NAMES_CHECKED:,} files, too many to check for links that lead out"
-            try:
-                if entry.is_symlink():
-                    target = os.path.realpath(entry.path)
-                    if not _stays(target, root):
-                        return f"`{os.path.relpath(entry.path, root)}` leads to `{target}`, outside the workspace"
-                    if os.path.isdir(target):
-                        stack.append(target)  # the walk goes on there
-                elif entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-            except OSError:
-                continue
+    try:
+        # on into folders the workspace holds (not into /usr: exempt whole, and too big to walk)
+        for entry, target in _entries(start, budget, into=lambda target: within(target, root)):
+            if target is not None and not _stays(target, root):
+                return f"`{os.path.relpath(entry.path, root)}` leads to `{target}`, outside the workspace"
+    except TooManyEntries:
+        return f"it holds more than {MAX_NAMES_CHECKED:,} files, too many to check for links that lead out"
     return None
 
 
@@ -289,29 +293,14 @@ def listed_out(start: str, root: str, budget: list[int]) -> tuple[tuple[str, str
     if not within(os.path.realpath(start), root):
         return ()  # a path word, judged as such (the scratch /tmp starts empty)
     links: list[tuple[str, str]] = []
-    stack = [start]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            budget[0] -= 1
-            if budget[0] < 0:
-                return (*links, ("", f"holds more than {MAX_NAMES_CHECKED:,} files, too many to check for links "
-                                     "that lead out"))
-            try:
-                if entry.is_symlink():
-                    target = os.path.realpath(entry.path)
-                    if not _stays(target, root):
-                        if len(links) == MAX_LINKS_KEPT:
-                            return (*links, ("", f"holds more than {MAX_LINKS_KEPT} links that lead out"))
-                        links.append((os.path.relpath(entry.path, start), target))
-                elif entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-            except OSError:
-                continue
+    try:
+        for entry, target in _entries(start, budget):
+            if target is not None and not _stays(target, root):
+                if len(links) == MAX_LINKS_KEPT:
+                    return (*links, ("", f"holds more than {MAX_LINKS_KEPT} links that lead out"))
+                links.append((os.path.relpath(entry.path, start), target))
+    except TooManyEntries:
+        return (*links, ("", f"holds more than {MAX_NAMES_CHECKED:,} files, too many to check for links that lead out"))
     return tuple(links)
 
 

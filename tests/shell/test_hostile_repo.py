@@ -467,6 +467,7 @@ def test_a_virtualenv_linking_its_interpreter_from_usr_keeps_grep_R_allowed(work
     real_python = next(p for p in ("/usr/bin/python3", "/usr/bin/env") if os.path.exists(p))
     (workspace / ".venv" / "bin").mkdir(parents=True)
     (workspace / ".venv" / "bin" / "python").symlink_to(real_python)
+    (workspace / ".venv" / "syslib").symlink_to("/usr/lib")  # a folder link: exempt whole, not walked
     (workspace / "src").mkdir()
     (workspace / "src" / "a.py").write_text("x = 1\n")
     for command in ("grep -R -n 'x =' .", "du -aL .", "find -L . -name '*.py'"):
