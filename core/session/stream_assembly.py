@@ -472,7 +472,7 @@ def _texts(content: Any) -> list[str]:
 def _same_json(a: str, b: str) -> bool:
     try:
         return bool(json.loads(a) == json.loads(b))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         return a == b
 
 

@@ -369,3 +369,10 @@ def test_reasoning_details_assemble_by_index_and_go_back_unchanged() -> None:
     whole = StreamAssembler("openai")
     whole.feed_all(unstreamed.openai_chunks(completion))
     assert whole.finish().reasoning_details == expected
+
+
+def test_a_repeated_call_with_arguments_nested_past_the_parser_is_compared_as_text() -> None:
+    from core.session.stream_assembly import _same_json
+
+    deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError here
+    assert _same_json(deep, deep) and not _same_json(deep, "[]")
