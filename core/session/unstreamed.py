@@ -61,7 +61,7 @@ def event_item(event: str | None, data: str) -> dict[str, Any] | None:
     raises the ErrorBody it stands for."""
     try:
         item = json.loads(data) if data.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser: no item
         item = None
     body = item if isinstance(item, dict) else {}
     if event == "error" or body.get("type") == "error":

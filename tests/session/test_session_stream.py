@@ -376,3 +376,10 @@ def test_a_repeated_call_with_arguments_nested_past_the_parser_is_compared_as_te
 
     deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError here
     assert _same_json(deep, deep) and not _same_json(deep, "[]")
+
+
+def test_an_event_nested_past_the_parser_is_no_item() -> None:
+    from core.session.unstreamed import event_item
+
+    assert event_item("content_block_delta", "[" * 100_000 + "]" * 100_000) is None
+    assert event_item("ping", '{"type": "ping"}') is None
