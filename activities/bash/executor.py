@@ -55,6 +55,7 @@ from core.paths import within
 from activities.sandbox.environment import command_path, resolve_program
 from activities.sandbox.process import ExecOutcome, ExecRequest, run
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
+from core.shell.environment import ENVIRONMENT_BUILTINS
 from core.shell.git_config import git_folders
 
 MAX_GLOB_MATCHES = 10_000
@@ -304,8 +305,11 @@ class _Builder:
     ) -> str:
         if words[0] == "cd":  # a later `cd DIR` (checked by change_folder): nothing runs outside that folder
             return f"cd -- {shlex.quote(words[1])} || exit 1"
-        if words[0] == "export":  # the builtin: its NAME=value words were judged by the validator
-            return " ".join(["export", *map(shlex.quote, words[1:]), *redirects, closes]).rstrip()
+        if words[0] in ENVIRONMENT_BUILTINS:  # the builtin, for the later parts: its words were judged by the validator
+            names = [w.partition("=")[0] if words[0] == "export" else w for w in words[1:] if w != "-v"]
+            if not names or not all(_NAME.fullmatch(n) for n in names):
+                raise PlanError(f"`{words[0]}` takes plain variable names; got {words[1:]!r}")
+            return " ".join([words[0], *map(shlex.quote, words[1:]), *redirects, closes]).rstrip()
         program = resolve_program(words[0], self.path_env, self.workdir)
         prefix = [f"{name}={shlex.quote(value)}" for name, value in env]  # this command's environment only
         if program is None:
@@ -366,7 +370,7 @@ def prepare(
     try:
         if (
             len(plan.items) == 1 and len(plan.items[0].commands) == 1 and not only.redirects
-            and only.stdin_text is None and not only.env and only.argv[:1] != ("export",)
+            and only.stdin_text is None and not only.env and only.argv[0] not in ENVIRONMENT_BUILTINS
         ):
             return PreparedPlan(argv=builder.words(only), workdir=command_workdir, shape=[1])
         parts = [[builder.command(c) for c in p.commands] for p in plan.items]  # in order: a cd moves later parts

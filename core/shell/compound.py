@@ -30,9 +30,9 @@ from core.shell.stdin_names import (
     exec_linked, listed_link_out, listing, lists_paths, names_cut, names_from, names_linked, names_unjudged,
     splitting_name,
 )
-from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, harmless_name
+from core.shell.environment import ASSIGNMENT, ENVIRONMENT_BUILTINS, assignment_problem, harmless_name
 from core.shell.tokens import Assign, Op, Redir, Token, Word
-from core.shell.verdict import H_GLOB, RANK, J, Verdict, allow, ask, rej
+from core.shell.verdict import H_GLOB, RANK, J, Verdict, rej
 
 _STDIN_INTERPRETERS = frozenset(
     "python pypy pypy3 perl ruby node nodejs php lua luajit sh bash zsh dash ksh mksh tclsh".split()
@@ -248,8 +248,8 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
         out, stdin_text, floor, lost, notes, rpaths = red
     else:
         out, stdin_text, floor, lost, notes, rpaths = [], None, "allow", False, [], []
-    if argv[0] == "export" and len(argv) > 1:
-        program, j, paths = "export", _export(words[1:]), []
+    if argv[0] in ENVIRONMENT_BUILTINS and len(argv) > 1:
+        program, j, paths = argv[0], ENVIRONMENT_BUILTINS[argv[0]]([(w.value, w.glob) for w in words[1:]]), []
     else:
         program, j, paths = judge(argv, cwd, facts, globs)  # type: ignore[arg-type]
         if j.verdict == "allow" and (
@@ -281,24 +281,6 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
         tuple([(a.name, a.value) for a in env]) if env else (),
     )
     return command, J(verdict, reason, None, lost), program, paths + rpaths if rpaths else paths
-
-
-def _export(args: list[Word]) -> J:
-    """``export NAME=value ...``: the environment of the parts after it."""
-    names = []
-    for w in args:
-        name, eq, _ = w.value.partition("=")
-        if not eq or not NAME.fullmatch(name) or w.glob:
-            return rej(f"`export {w.value}`: only `export NAME=value` is allowed",
-                       "write `export NAME=value && COMMAND`")
-        problem = assignment_problem(name)
-        if problem is not None:
-            return problem
-        names.append(name)
-    tuned = [n for n in names if not harmless_name(n)]
-    if tuned:
-        return ask(f"`export` sets `{tuned[0]}` for the later parts, which may change what they do")
-    return allow(f"`export` sets `{names[0]}` for the later parts (output or locale only)")
 
 
 _FETCHERS = frozenset(["curl", "wget"])

@@ -7,8 +7,10 @@ path), the bashlex cross-check (parser_check.py), then the parts are judged
 
 from __future__ import annotations
 
+import re
+
 from core.shell.compound import judge_tokens, split_tokens
-from core.shell.environment import KNOWN_ENV
+from core.shell.environment import KNOWN_ENV, NAME
 from core.shell.facts import WorkspaceFacts
 from core.shell.lexer import FAST_COMMAND, FAST_WORD, unquote
 from core.shell.opaque import judge_opaque
@@ -44,7 +46,16 @@ def _env(s: str, facts: WorkspaceFacts | None) -> dict[str, str]:
         env.update(facts.env)
         if "cd" in s:
             env.pop("PWD", None)  # the folder changes during the command
+    if "export" in s or "unset" in s:
+        # A variable the command exports or unsets has another value in the
+        # parts after it: its `$NAME` is not known before the command runs.
+        for span in _ENV_CHANGES.finditer(s):
+            for name in NAME.findall(span.group(1)):
+                env.pop(name, None)
     return env
+
+
+_ENV_CHANGES = re.compile(r"\b(?:export|unset)\b([^;&|\n)]*)")
 
 
 def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool]:

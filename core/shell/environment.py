@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from core.shell.facts import SANDBOX_HOME
-from core.shell.verdict import J, rej
+from core.shell.verdict import J, allow, ask, rej
 
 SANDBOX_TMPDIR = "/tmp"
 
@@ -102,3 +102,82 @@ def known_value(name: str, extra: dict[str, str] | None = None) -> str | None:
     if extra and name in extra:
         return extra[name]
     return KNOWN_ENV.get(name)
+
+
+def judge_export(args: list[tuple[str, bool]]) -> J:
+    """``export NAME=value ...`` (each word with whether it is a glob): the
+    environment of the parts after it."""
+    names = []
+    for value, glob in args:
+        name, eq, _ = value.partition("=")
+        if not eq or not NAME.fullmatch(name) or glob:
+            return rej(f"`export {value}`: only `export NAME=value` is allowed",
+                       "write `export NAME=value && COMMAND`")
+        problem = assignment_problem(name)
+        if problem is not None:
+            return problem
+        names.append(name)
+    tuned = [n for n in names if not harmless_name(n)]
+    if tuned:
+        return ask(f"`export` sets `{tuned[0]}` for the later parts, which may change what they do")
+    return allow(f"`export` sets `{names[0]}` for the later parts (output or locale only)")
+
+
+def unset_problem(name: str) -> J | None:
+    """A rejection for unsetting ``name``, or None when it may be unset."""
+    if assignment_problem(name) is None:
+        return None
+    return rej(
+        f"unsetting the environment variable `{name}` is not allowed: the sandbox sets it so that "
+        "programs load, run and connect only what it allows",
+        "drop the `unset`; pass what you need as an argument or option of the program instead",
+    )
+
+
+def judge_unset(args: list[tuple[str, bool]]) -> J:
+    """``unset [-v] NAME ...``: the variables leave the environment of the
+    parts after it. A variable the sandbox sets to keep programs safe (git's
+    config, the pager, HOME ...) is as fixed as it is for an assignment."""
+    values = [value for value, _ in args]
+    if values[:1] == ["-v"]:
+        values, args = values[1:], args[1:]
+    names = []
+    for value, glob in args:
+        if value.startswith("-") or not NAME.fullmatch(value) or glob:
+            return rej(f"`unset {value}`: only `unset NAME ...` of variables is allowed",
+                       "write `unset NAME && COMMAND`, or `env -u NAME COMMAND` for one command")
+        problem = unset_problem(value)
+        if problem is not None:
+            return problem
+        names.append(value)
+    if not names:
+        return rej("`unset` without a name", "write `unset NAME && COMMAND`")
+    tuned = [n for n in names if not harmless_name(n)]
+    if tuned:
+        return ask(f"`unset` removes `{tuned[0]}` from the later parts' environment, which may change what they do")
+    return allow(f"`unset` removes `{names[0]}` for the later parts (output or locale only)")
+
+
+# The builtins that change the environment of a command's later parts, which
+# the executor runs as such.
+ENVIRONMENT_BUILTINS = {"export": judge_export, "unset": judge_unset}
+
+CASES: list[tuple[str, str, str | None]] = [
+    ("export LC_ALL=C && sort names.txt", "allow", "output or locale only"),
+    ("export PYTHONPATH=src && python -m pytest -q", "ask", "sets `PYTHONPATH`"),
+    ("export BASH_ENV=x && ls", "reject", "not allowed"),
+    ("export FOO && ls", "reject", "only `export NAME=value`"),
+    ("unset CI && ls", "allow", "removes `CI`"),
+    ("unset -v NO_COLOR TERM && ls", "allow", "removes `NO_COLOR`"),
+    ("unset VIRTUAL_ENV && uv run pytest -q", "ask", "removes `VIRTUAL_ENV`"),
+    ("unset PYTHONPATH && cat setup.py", "ask", "removes `PYTHONPATH`"),
+    ("unset GIT_CONFIG_GLOBAL && git status", "reject", "unsetting the environment variable"),
+    ("unset PAGER && git log", "reject", "unsetting"),
+    ("unset LD_PRELOAD && ls", "reject", "unsetting"),
+    ("unset -f cd && ls", "reject", "only `unset NAME"),
+    ("unset 'A B' && ls", "reject", "only `unset NAME"),
+    ("unset -v && ls", "reject", "without a name"),
+    # In a script the validator cannot plan (a loop), the same names stay fixed.
+    ("for f in *.py; do unset GIT_CONFIG_GLOBAL; git log -1 -- $f; done", "reject", "unsetting"),
+    ("for f in *.py; do unset CI; wc -l $f; done", "ask", "opaque"),
+]

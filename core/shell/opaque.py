@@ -29,7 +29,7 @@ import bashlex
 
 from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
 from core.shell.compound import _command, _first_word_problem, runs_download
-from core.shell.environment import ASSIGNMENT, NAME, assignment_problem
+from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, unset_problem
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
 from core.shell.opaque_text import BRACE, alternatives, anchored, scan, skeleton, substitutions, unclosed_brace
 from core.shell.tokens import Assign, Redir, Word
@@ -336,6 +336,11 @@ class _Judge:
             raise _Stop(rej(f"`{name}` runs code the validator cannot see (or changes the shell itself)",
                             "run the command itself directly"), self.show(n))
         if name in _STATE_BUILTINS:
+            if name == "unset":  # the script's later programs lose what the sandbox set for them
+                for var in argv[1:]:
+                    problem = unset_problem(var) if NAME.fullmatch(var) else None
+                    if problem is not None:
+                        raise _Stop(problem, self.show(n))
             if name in _ASSIGNING:
                 for arg in argv[1:]:
                     var = arg.partition("=")[0]

@@ -91,6 +91,24 @@ async def test_export_reaches_the_later_parts(workspace: Path) -> None:
     assert result.status == ToolStatus.OK and result.output.strip() == "C", result.output
 
 
+async def test_unset_removes_the_variable_for_the_later_parts(workspace: Path) -> None:
+    result = await _run(workspace, "printenv CI && unset CI && printenv CI || echo gone")
+    assert result.status == ToolStatus.OK and result.output.split() == ["1", "gone"], result.output
+
+
+@pytest.mark.parametrize(("command", "printed"), [
+    ("export LC_ALL=C && echo $LC_ALL", "C"),
+    ("echo $LC_ALL && export LC_ALL=C && echo ${LC_ALL}", "C.UTF-8 C"),
+    ("unset CI && echo \"[$CI]\"", "[]"),
+    ("export TERM=xterm && unset TERM && echo \"[$TERM]\"", "[]"),
+])
+async def test_a_variable_read_after_export_or_unset_has_its_new_value(
+    workspace: Path, command: str, printed: str
+) -> None:
+    result = await _run(workspace, command)
+    assert result.status == ToolStatus.OK and " ".join(result.output.split()) == printed, result.output
+
+
 @pytest.mark.parametrize("command", ["LD_PRELOAD=/x.so ls", "export BASH_ENV=x && ls", "GIT_DIR=x git status",
                                      "https_proxy=http://h:1 ls", "PATH=.:/usr/bin ls"])
 async def test_denied_assignments_never_run(workspace: Path, command: str) -> None:
