@@ -145,7 +145,7 @@ def judge_unset(args: list[tuple[str, bool]]) -> J:
     for value, glob in args:
         if value.startswith("-") or not NAME.fullmatch(value) or glob:
             return rej(f"`unset {value}`: only `unset NAME ...` of variables is allowed",
-                       "write `unset NAME && COMMAND`, or `env -u NAME COMMAND` for one command")
+                       "write `unset NAME && COMMAND`")
         problem = unset_problem(value)
         if problem is not None:
             return problem
