@@ -84,32 +84,44 @@ def wrong_workspace(request: PlanRequest, allowed_root: str | None, this_queue: 
     )
 
 
-def resolved_git_path(workspace_root: str, path: str) -> str | None:
-    """The workspace-relative real path of a file tool's ``path`` when it lies
-    inside a ``.git`` folder although the path does not say so (a symlink on
-    the way, e.g. ``g -> .git``); None otherwise. Resolved through the
-    nearest existing folder; nothing is opened for writing."""
-    if policy_module.inside_git_folder(path):
-        return None
+def resolved_path(workspace_root: str, path: str) -> str | None:
+    """The workspace-relative real path of a file tool's ``path``, symlinks
+    followed (through the nearest existing folder; nothing is opened for
+    writing); None outside the workspace (the tool refuses it)."""
     root = os.path.realpath(workspace_root)
     full = os.path.realpath(os.path.join(root, path.lstrip("/")) if not os.path.isabs(path) else path)
     if not full.startswith(root.rstrip("/") + "/"):
-        return None  # outside: the tool refuses it
-    rel = os.path.relpath(full, root)
-    return rel if policy_module.inside_git_folder(rel) else None
+        return None
+    return os.path.relpath(full, root)
+
+
+def resolved_git_path(workspace_root: str, path: str) -> str | None:
+    """The workspace-relative real path of a file tool's ``path`` when it lies
+    inside a ``.git`` folder although the path does not say so (a symlink on
+    the way, e.g. ``g -> .git``); None otherwise."""
+    if policy_module.inside_git_folder(path):
+        return None
+    rel = resolved_path(workspace_root, path)
+    return rel if rel is not None and policy_module.inside_git_folder(rel) else None
 
 
 def resolving_risk(decide: Callable[..., RiskDecision], workspace_root: str) -> Callable[..., RiskDecision]:
     """``decide`` judging a file tool by where its path really leads: a path
     that reaches .git through a symlink asks in every mode, shown as the
-    .git change it is."""
+    .git change it is; so does a write of a file a tool on the person's
+    machine runs by itself, named or reached through a symlink."""
 
     def risk(tool: str, policy: Policy, bash: Verdict | None = None, path: str | None = None) -> RiskDecision:
         spec = TOOLS.get(tool)
-        real = resolved_git_path(workspace_root, path) if path is not None and spec and spec.writes else None
+        written = path if path is not None and spec is not None and spec.writes else None
+        real = resolved_git_path(workspace_root, written) if written is not None else None
         decision = planning.decide_with_path(decide, tool, policy, bash, path if real is None else real)
-        if real is None or decision.action == "deny":
+        if decision.action == "deny":
             return decision
+        if real is None:
+            host = None if written is None else policy_module.host_file_risk(
+                tool, written, resolved_path(workspace_root, written))
+            return host or decision
         why = decision.reason if decision.action == "ask" and ".git" in decision.reason else (
             f"{tool} writes inside .git: hooks and config there run programs (asks in every mode)")
         return RiskDecision("ask", f"{path!r} leads to {real!r} through a symbolic link: {why}")

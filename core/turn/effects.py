@@ -11,8 +11,10 @@ changeset is applied, ``classify`` sorts every change:
   changed, a symlink re-pointed, or its new content keeps less than
   ``KEPT_MIN`` of the old: ``cp``, ``tee``, ``mv``/``ln -f`` onto it,
   ``unzip -o``, ``sort -o``), execute or special bits added to an existing
-  file, anything under ``.git`` (or a symlink resolving into it), more than
-  ``max_files`` files or ``max_bytes`` bytes;
+  file, anything under ``.git`` (or a symlink resolving into it), a file a
+  tool on the person's machine runs by itself (``core.turn.host_files``:
+  ``.envrc``, ``.vscode/tasks.json`` ..., or a symlink at or to one), more
+  than ``max_files`` files or ``max_bytes`` bytes;
 - the rest (creations, in-place edits like ``sed -i 's/a/b/'``) follows the
   policy: nothing to ask under ``auto``, a pause under ``ask-writes``.
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
 from core.tools.formatting import shown
+from core.turn.host_files import RUNS_OUTSIDE, holds_host_run, host_run
 
 DEFAULT_CACHE_PATHS = (
     "__pycache__",
@@ -106,7 +109,7 @@ class Effects:
 
 # Reasons (their start) ordered by how much a person must see them: code
 # that git or the shell will run, then the bounds (they hide what follows).
-_SEVERE = ("changes inside .git", "a symlink into .git", "adds mode bits")
+_SEVERE = ("changes inside .git", "a symlink into .git", RUNS_OUTSIDE, "adds mode bits")
 
 
 def severity(why: str) -> int:
@@ -148,6 +151,13 @@ def _resolves_into_git(link: str, target: str, lookup: Callable[[str], "NodeLike
                        hooks: Iterable[str] = ()) -> bool:
     """A symlink whose target, followed through the symlinks the workspace
     will hold, lands in ``.git``."""
+    return bool(_leads_to(link, target, lookup, lambda p: "git" if in_git(p) or in_hooks(p, hooks) else ""))
+
+
+def _leads_to(link: str, target: str, lookup: Callable[[str], NodeLike | None], hit: Callable[[str], str]) -> str:
+    """What ``hit`` says of the first path on the way a symlink's target,
+    followed through the symlinks the workspace will hold, takes ('' when
+    nothing on the way is a hit)."""
     parts = _parts(posixpath.dirname(link)) if not target.startswith("/") else []
     pending = _parts(target)
     hops = 0
@@ -158,17 +168,18 @@ def _resolves_into_git(link: str, target: str, lookup: Callable[[str], "NodeLike
                 parts.pop()
             continue
         parts.append(comp)
-        if in_git("/".join(parts)) or in_hooks("/".join(parts), hooks):
-            return True
+        found = hit("/".join(parts))
+        if found:
+            return found
         node = lookup("/".join(parts))
         if node is not None and node.kind == "symlink":
             hops += 1
             if hops > 40:
-                return False
+                return ""
             base = _parts(posixpath.dirname("/".join(parts))) if not node.target.startswith("/") else []
             parts = base
             pending = _parts(node.target) + pending
-    return False
+    return ""
 
 
 def classify(
@@ -228,6 +239,13 @@ def classify(
             out.other.append(path)
             out.destructive.append((path, "changes inside .git's hooks folder (core.hooksPath)"))
             continue
+        # Created or changed (a deletion runs nothing: judged below as one);
+        # ahead of the caches, which are applied without a look.
+        host = (host_run(path) or (holds_host_run(path) if new.kind == "symlink" else "")) if new is not None else ""
+        if host:
+            out.other.append(path)
+            out.destructive.append((path, f"{RUNS_OUTSIDE}: {host}"))
+            continue
         if is_cache(path, rules.cache_paths):
             out.caches.append(path)
             continue
@@ -236,6 +254,9 @@ def classify(
             total_bytes += new.size
         if new is not None and new.kind == "symlink" and _resolves_into_git(path, new.target, lookup, rules.hooks):
             out.destructive.append((path, f"a symlink into .git ({new.target})"))
+            continue
+        if new is not None and new.kind == "symlink" and (host := _leads_to(path, new.target, lookup, holds_host_run)):
+            out.destructive.append((path, f"{RUNS_OUTSIDE} through a symlink to {new.target}: {host}"))
             continue
         why = _destructive(old, new, kept.get(path), arrived)
         if why:
@@ -453,6 +474,24 @@ CASES: dict[str, tuple[list[tuple], dict[str, float], bool]] = {
     "pycache only": ([("pkg/__pycache__/m.pyc", None, _n("file")),
                       (".pytest_cache/v/lastfailed", _n("file", sha="1"), None)], {}, False),
     "node_modules cache": ([("node_modules/.cache/x", _n("file"), None)], {}, False),
+    # Files a tool on the person's machine runs by itself (core.turn.host_files).
+    "direnv .envrc created": ([(".envrc", None, _n("file"))], {}, True),
+    "nested .envrc edited in place": ([("svc/.envrc", _n("file", sha="1"), _n("file", sha="2"))], {"svc/.envrc": 0.9}, True),
+    ".envrc made a symlink to a script": ([(".envrc", None, _n("symlink", 0o777, target="tools/env.sh"))], {}, True),
+    "VS Code tasks.json": ([(".vscode/tasks.json", None, _n("file"))], {}, True),
+    "VS Code settings.json edited": ([(".vscode/settings.json", _n("file", sha="1"), _n("file", sha="2"))],
+                                     {".vscode/settings.json": 0.9}, True),
+    "VS Code extensions.json only recommends": ([(".vscode/extensions.json", None, _n("file"))], {}, False),
+    "devcontainer.json": ([(".devcontainer/devcontainer.json", None, _n("file"))], {}, True),
+    "devcontainer.json in a named subfolder": ([(".devcontainer/py/devcontainer.json", None, _n("file"))], {}, True),
+    ".devcontainer.json at the top": ([(".devcontainer.json", None, _n("file"))], {}, True),
+    "JetBrains .idea run configuration": ([(".idea/runConfigurations/dev.xml", None, _n("file"))], {}, True),
+    "symlink to .envrc": ([("env", None, _n("symlink", 0o777, target=".envrc"))], {}, True),
+    ".vscode made a symlink": ([(".vscode", None, _n("symlink", 0o777, target="cfg"))], {}, True),
+    "symlink via dots to tasks.json": ([("d/t", None, _n("symlink", 0o777, target="../.VSCode/tasks.json"))], {}, True),
+    "look-alikes run nothing": ([("envrc", None, _n("file")), (".envrc.example", None, _n("file")),
+                                 ("docs/devcontainer.json", None, _n("file")), ("vscode/tasks.json", None, _n("file"))],
+                                {}, False),
     "mv keep.txt __pycache__/ (a cache is no rename target)": (
         [("keep.txt", _n("file", size=3, sha="A"), None), ("__pycache__/keep.txt", None, _n("file", size=3, sha="A"))],
         {}, True),

@@ -13,6 +13,10 @@ Order of precedence:
    deny rule is stronger): a destructive bash command (``Verdict.destructive``:
    work lost for good), and a file tool writing inside ``.git`` (hooks and
    config run programs on the developer's machine).
+5. Planned by this build (``activities.plan``, whose plans are recorded), a
+   file tool writing a file a tool on the person's machine runs by itself
+   (``host_file_risk``: ``.envrc``, ``.vscode/tasks.json`` ...) asks in every
+   mode too; only a deny rule is stronger.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Literal
 from core.contracts import Policy, PolicyRule
 from core.shell import Verdict
 from core.tools.specs import BASH, TOOLS
+from core.turn.host_files import RUNS_OUTSIDE, host_run
 
 Action = Literal["allow", "ask", "deny"]
 
@@ -164,3 +169,21 @@ def decide_risk(
             "ask", f"{tool} writes inside .git ({path!r}): hooks and config there run programs (asks in every mode)"
         )
     return decision
+
+
+def host_file_risk(tool: str, path: str, real: str | None = None) -> RiskDecision | None:
+    """A file tool writing a file a tool on the person's machine runs by
+    itself, named by ``path`` or reached through a symlink (``real``: where
+    the path leads, relative to the workspace): it asks in every mode. None
+    for any other call. Not part of ``decide_risk``: the turn workflow still
+    runs that for histories recorded before plans were, and their calls
+    must be decided as they were."""
+    spec = TOOLS.get(tool)
+    if spec is None or not spec.writes:
+        return None
+    why, via = host_run(posixpath.normpath(path.replace("\\", "/"))), ""
+    if not why and real is not None and (why := host_run(real)):
+        via = f" (it leads to {real!r} through a symbolic link)"
+    if not why:
+        return None
+    return RiskDecision("ask", f"{tool} writes {path!r}{via}, a file that {RUNS_OUTSIDE}: {why} (asks in every mode)")

@@ -1,0 +1,67 @@
+"""Files a tool on the person's machine runs by itself. Pure.
+
+The sandbox confines what a command does while it runs; these files run
+later, outside it, when the person merely uses the folder: nobody invokes
+them. So a change that creates or alters one asks a person in every mode,
+``auto`` included, like a change under ``.git`` (whose hooks and config git
+runs the same way).
+
+| file | what runs it |
+|---|---|
+| ``.envrc`` (any folder) | direnv, in the user's shell, on ``cd`` into the folder: at once where ``direnv.toml`` whitelists it, else once allowed |
+| ``.vscode/tasks.json`` | VS Code: a task with ``"runOptions": {"runOn": "folderOpen"}`` runs when the folder opens |
+| ``.vscode/settings.json`` | VS Code and its extensions run the programs workspace settings name (interpreters, tool and shell paths) |
+| ``.devcontainer/devcontainer.json``, ``.devcontainer/<name>/devcontainer.json``, ``.devcontainer.json`` | Dev Containers: ``initializeCommand`` runs on the host when the container starts |
+| anything under ``.idea/`` | JetBrains IDEs launch the run configurations listed as startup tasks when the project opens |
+
+Compared case-insensitively (a case-insensitive file system opens
+``.VSCode/tasks.json`` for ``.vscode/tasks.json``). Not here: files a person's
+tool reads without running (``.gitattributes`` names filter drivers that only
+git config defines; ``.gitmodules``' ``update = !command`` is ignored by git),
+and files that run only when a person runs the project (``Makefile``,
+``package.json``, ``conftest.py``, ``launch.json``).
+"""
+
+from __future__ import annotations
+
+DIRENV = "direnv runs .envrc in the user's shell on cd (at once in a folder direnv.toml whitelists)"
+VSCODE_TASKS = "VS Code runs a task marked runOn folderOpen when the folder opens"
+VSCODE_SETTINGS = "VS Code and its extensions run the programs workspace settings name (interpreter, tool and shell paths)"
+DEVCONTAINER = "Dev Containers run its initializeCommand on the host, outside the container, when it starts"
+JETBRAINS = "JetBrains IDEs launch the run configurations listed as startup tasks when the project opens"
+
+# How every such reason starts: the effect gate ranks it among changes that run code.
+RUNS_OUTSIDE = "runs outside the sandbox"
+
+# Names a host-run file can have below a folder: a folder that can hold one
+# (or a link standing in for it) is a way to plant one.
+_PROBES = ("tasks.json", "devcontainer.json", "workspace.xml")
+
+
+def _parts(path: str) -> list[str]:
+    return [p.lower() for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+
+
+def host_run(path: str) -> str:
+    """Why a tool on the person's machine runs the file at ``path`` (relative
+    to the workspace) without being asked, or ''."""
+    parts = _parts(path)
+    if not parts:
+        return ""
+    name, folders = parts[-1], parts[:-1]
+    if name == ".envrc":
+        return DIRENV
+    if folders[-1:] == [".vscode"] and name in ("tasks.json", "settings.json"):
+        return VSCODE_TASKS if name == "tasks.json" else VSCODE_SETTINGS
+    if name == ".devcontainer.json" or (name == "devcontainer.json" and ".devcontainer" in folders[-2:]):
+        return DEVCONTAINER
+    if ".idea" in folders:
+        return JETBRAINS
+    return ""
+
+
+def holds_host_run(path: str) -> str:
+    """``host_run`` of ``path`` itself or of a file a folder there can hold
+    (``.vscode``, ``.devcontainer``, ``.idea``): what a symlink at, or to,
+    ``path`` opens a way to."""
+    return host_run(path) or next((why for probe in _PROBES if (why := host_run(f"{path}/{probe}"))), "")
