@@ -14,7 +14,8 @@ import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
-from core.contracts import ApprovalDecision, Policy, ToolStatus, TurnInput, TurnProgress, TurnResult, TurnStatus, Workspace
+from core.contracts import (ApprovalDecision, PendingCall, Policy, ToolStatus, TurnInput, TurnProgress, TurnResult,
+                            TurnStatus, Workspace)
 from runtime.worker import build_worker
 from tests.support import call
 from tests.txn.support.helpers import needs_overlay
@@ -94,20 +95,15 @@ DESTRUCTIVE_UNDER_AUTO = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(DESTRUCTIVE_UNDER_AUTO))
-async def test_destructive_effects_pause_under_auto_and_reject_applies_nothing(
-    client: Client, workspace: Path, task_queue: str, name: str
-) -> None:
-    seed(workspace)
+async def pause_and_reject(client: Client, t: TurnInput, workspace: Path) -> tuple[PendingCall, TurnResult]:
+    """Run a turn of one call to its pause (failing when it ran unattended),
+    check nothing landed meanwhile, reject: the pending call and the result."""
     before = snapshot(workspace)
-    t = turn(workspace, task_queue, [DESTRUCTIVE_UNDER_AUTO[name]])
-    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+    async with build_worker(client, task_queue=t.workspace.task_queue, workspace=str(workspace)):
         handle = await start(client, t)
         progress = await paused_or_done(handle)
-        assert progress is not None, f"{name}: ran unattended: {(await handle.result()).results[0].output}"
+        assert progress is not None, f"ran unattended: {(await handle.result()).results[0].output}"
         [pending] = progress.pending
-        assert "destructive by effect" in pending.reason, pending.reason
-        assert "nothing applied yet" in pending.preview
         assert snapshot(workspace) == before  # nothing applied while paused
         await handle.execute_update(AgentTurnWorkflow.decide,
                                     ApprovalDecision(batch_digest=progress.batch_digest, approve=False,
@@ -115,6 +111,18 @@ async def test_destructive_effects_pause_under_auto_and_reject_applies_nothing(
         result = await handle.result()
     assert snapshot(workspace) == before
     assert result.results[0].status == ToolStatus.DENIED
+    return pending, result
+
+
+@pytest.mark.parametrize("name", sorted(DESTRUCTIVE_UNDER_AUTO))
+async def test_destructive_effects_pause_under_auto_and_reject_applies_nothing(
+    client: Client, workspace: Path, task_queue: str, name: str
+) -> None:
+    seed(workspace)
+    pending, result = await pause_and_reject(client, turn(workspace, task_queue, [DESTRUCTIVE_UNDER_AUTO[name]]),
+                                             workspace)
+    assert "destructive by effect" in pending.reason, pending.reason
+    assert "nothing applied yet" in pending.preview
     assert "none of its changes were applied" in result.results[0].output
     assert [d.approver for d in result.call_decisions] == ["carol"]
 
