@@ -486,6 +486,8 @@ CASES: dict[str, tuple[list[tuple], dict[str, float], bool]] = {
     "devcontainer.json in a named subfolder": ([(".devcontainer/py/devcontainer.json", None, _n("file"))], {}, True),
     ".devcontainer.json at the top": ([(".devcontainer.json", None, _n("file"))], {}, True),
     "JetBrains .idea run configuration": ([(".idea/runConfigurations/dev.xml", None, _n("file"))], {}, True),
+    "pre-commit config": ([(".pre-commit-config.yaml", _n("file", sha="1"), _n("file", sha="2"))],
+                          {".pre-commit-config.yaml": 0.9}, True),
     "symlink to .envrc": ([("env", None, _n("symlink", 0o777, target=".envrc"))], {}, True),
     ".vscode made a symlink": ([(".vscode", None, _n("symlink", 0o777, target="cfg"))], {}, True),
     "symlink via dots to tasks.json": ([("d/t", None, _n("symlink", 0o777, target="../.VSCode/tasks.json"))], {}, True),

@@ -13,13 +13,14 @@ runs the same way).
 | ``.vscode/settings.json`` | VS Code and its extensions run the programs workspace settings name (interpreters, tool and shell paths) |
 | ``.devcontainer/devcontainer.json``, ``.devcontainer/<name>/devcontainer.json``, ``.devcontainer.json`` | Dev Containers: ``initializeCommand`` runs on the host when the container starts |
 | anything under ``.idea/`` | JetBrains IDEs launch the run configurations listed as startup tasks when the project opens |
+| ``.pre-commit-config.yaml`` | pre-commit's git hook (``pre-commit install``) runs the hooks it lists on the next ``git commit``: what runs changes without ``.git/hooks`` changing |
 
 Compared case-insensitively (a case-insensitive file system opens
 ``.VSCode/tasks.json`` for ``.vscode/tasks.json``). Not here: files a person's
 tool reads without running (``.gitattributes`` names filter drivers that only
 git config defines; ``.gitmodules``' ``update = !command`` is ignored by git),
-and files that run only when a person runs the project (``Makefile``,
-``package.json``, ``conftest.py``, ``launch.json``).
+and files that run only when a person runs or debugs the project
+(``Makefile``, ``package.json``, ``conftest.py``, ``launch.json``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ VSCODE_TASKS = "VS Code runs a task marked runOn folderOpen when the folder open
 VSCODE_SETTINGS = "VS Code and its extensions run the programs workspace settings name (interpreter, tool and shell paths)"
 DEVCONTAINER = "Dev Containers run its initializeCommand on the host, outside the container, when it starts"
 JETBRAINS = "JetBrains IDEs launch the run configurations listed as startup tasks when the project opens"
+PRE_COMMIT = "pre-commit's git hook runs the hooks it lists on the person's next git commit (once pre-commit is installed)"
 
 # How every such reason starts: the effect gate ranks it among changes that run code.
 RUNS_OUTSIDE = "runs outside the sandbox"
@@ -57,6 +59,8 @@ def host_run(path: str) -> str:
         return DEVCONTAINER
     if ".idea" in folders:
         return JETBRAINS
+    if name == ".pre-commit-config.yaml":
+        return PRE_COMMIT
     return ""
 
 

@@ -46,7 +46,7 @@ def test_deleting_a_host_file_is_judged_as_a_deletion() -> None:
 
 
 HOST_FILES = [".envrc", "svc/.envrc", ".vscode/tasks.json", ".vscode/settings.json", ".devcontainer/devcontainer.json",
-              ".devcontainer.json", ".idea/workspace.xml", "./.VSCode/tasks.json"]
+              ".devcontainer.json", ".idea/workspace.xml", "./.VSCode/tasks.json", ".pre-commit-config.yaml"]
 
 
 @pytest.mark.parametrize("mode", ["auto", "ask-writes", "ask-all"])
