@@ -33,6 +33,7 @@ from core.turn.planning import make_plan, planned_arguments
 from core.names import PLAN_TURN_ACTIVITY
 from core.tools.specs import TOOLS
 from core.turn.effects import needs_network
+from core.turn import host_files
 from core.turn.policy import RiskDecision
 from activities.sandbox.settings import network_on_approval
 from core.shell import Verdict
@@ -105,6 +106,27 @@ def resolved_git_path(workspace_root: str, path: str) -> str | None:
     return rel if rel is not None and policy_module.inside_git_folder(rel) else None
 
 
+def opened_as_host_file(workspace_root: str, real: str | None) -> str | None:
+    """The name a tool on the person's machine opens the workspace file
+    ``real`` by (relative real path) through a symlink at the top of the
+    workspace (``.vscode -> cfg`` makes ``cfg/tasks.json`` VS Code's
+    ``.vscode/tasks.json``); None when no such link leads there."""
+    if real is None:
+        return None
+    root = os.path.realpath(workspace_root)
+    for name in host_files.TOP_LEVEL:
+        if not os.path.islink(os.path.join(root, name)):
+            continue
+        lands = resolved_path(workspace_root, name)
+        if lands is None:
+            continue
+        if real == lands:
+            return name
+        if real.startswith(lands + "/"):
+            return f"{name}/{real[len(lands) + 1:]}"
+    return None
+
+
 def resolving_risk(decide: Callable[..., RiskDecision], workspace_root: str) -> Callable[..., RiskDecision]:
     """``decide`` judging a file tool by where its path really leads: a path
     that reaches .git through a symlink asks in every mode, shown as the
@@ -119,8 +141,9 @@ def resolving_risk(decide: Callable[..., RiskDecision], workspace_root: str) -> 
         if decision.action == "deny":
             return decision
         if real is None:
+            lands = None if written is None else resolved_path(workspace_root, written)
             host = None if written is None else policy_module.host_file_risk(
-                tool, written, resolved_path(workspace_root, written))
+                tool, written, lands, opened_as_host_file(workspace_root, lands))
             return host or decision
         why = decision.reason if decision.action == "ask" and ".git" in decision.reason else (
             f"{tool} writes inside .git: hooks and config there run programs (asks in every mode)")

@@ -64,6 +64,11 @@ def host_run(path: str) -> str:
     return ""
 
 
+# The host-run files and folders a tool looks for at the top of the folder
+# it opens: a symlink there that leads to a file makes that file one.
+TOP_LEVEL = (".envrc", ".vscode", ".devcontainer", ".devcontainer.json", ".idea", ".pre-commit-config.yaml")
+
+
 def holds_host_run(path: str) -> str:
     """``host_run`` of ``path`` itself or of a file a folder there can hold
     (``.vscode``, ``.devcontainer``, ``.idea``): what a symlink at, or to,

@@ -171,10 +171,11 @@ def decide_risk(
     return decision
 
 
-def host_file_risk(tool: str, path: str, real: str | None = None) -> RiskDecision | None:
+def host_file_risk(tool: str, path: str, real: str | None = None, opened_as: str | None = None) -> RiskDecision | None:
     """A file tool writing a file a tool on the person's machine runs by
-    itself, named by ``path`` or reached through a symlink (``real``: where
-    the path leads, relative to the workspace): it asks in every mode. None
+    itself, named by ``path``, reached through a symlink (``real``: where
+    the path leads, relative to the workspace) or opened by that tool through
+    a symlink at a host-run name (``opened_as``): it asks in every mode. None
     for any other call. Not part of ``decide_risk``: the turn workflow still
     runs that for histories recorded before plans were, and their calls
     must be decided as they were."""
@@ -184,6 +185,8 @@ def host_file_risk(tool: str, path: str, real: str | None = None) -> RiskDecisio
     why, via = host_run(posixpath.normpath(path.replace("\\", "/"))), ""
     if not why and real is not None and (why := host_run(real)):
         via = f" (it leads to {real!r} through a symbolic link)"
+    if not why and opened_as is not None and (why := host_run(opened_as)):
+        via = f" (the person's tools open it as {opened_as!r}, a symbolic link to it)"
     if not why:
         return None
     return RiskDecision("ask", f"{tool} writes {path!r}{via}, a file that {RUNS_OUTSIDE}: {why} (asks in every mode)")

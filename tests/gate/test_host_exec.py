@@ -107,3 +107,27 @@ async def test_a_write_file_of_vscode_tasks_under_auto_pauses(client: Client, wo
     pending, _ = await pause_and_reject(client, t, workspace)
     assert "VS Code" in pending.reason and "outside the sandbox" in pending.reason, pending.reason
     assert not (workspace / ".vscode").exists()
+
+
+@pytest.mark.parametrize(("links", "path", "why"), [
+    ({".vscode": "cfg"}, "cfg/tasks.json", "VS Code"),  # the folder VS Code opens is a link to cfg
+    ({".envrc": "tools/env.sh"}, "tools/env.sh", "direnv"),  # direnv follows the link to the script
+    ({".devcontainer": "dc"}, "dc/devcontainer.json", "initializeCommand"),
+    ({".idea": "ide"}, "ide/runConfigurations/x.xml", "JetBrains"),
+    ({".pre-commit-config.yaml": "ci/hooks.yaml"}, "ci/hooks.yaml", "pre-commit"),
+])
+def test_planning_asks_for_a_file_tool_writing_what_a_host_file_link_points_at(
+    workspace: Path, links: dict[str, str], path: str, why: str
+) -> None:
+    """The link was already in the workspace: the written path names neither
+    the link nor a host-run file, but the person's tool opens it through the link."""
+    from activities.plan import resolving_risk
+    from core.turn.policy import decide_risk
+
+    for link, target in links.items():
+        (workspace / target).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / link).symlink_to(target)
+    risk = resolving_risk(decide_risk, str(workspace))
+    decision = risk("write_file", Policy(mode="auto"), path=path)
+    assert decision.action == "ask" and why in decision.reason and "outside the sandbox" in decision.reason, decision
+    assert risk("write_file", Policy(mode="auto"), path="cfg/other.md").action == "allow"
