@@ -33,8 +33,10 @@ command walks (bounded like the walk of names for xargs).
 from __future__ import annotations
 
 import glob
+import importlib.machinery
 import itertools
 import os
+import sys
 from typing import Callable, Iterator
 
 from activities.bash.executor import MAX_GLOB_MATCHES
@@ -44,7 +46,7 @@ from core.shell import validate_command
 from core.paths import within
 from core.shell.facts import ALL_TOOLCHAINS, SPLIT_UNKNOWN, WorkspaceFacts, workspace_key
 from core.shell.paths import scratch
-from core.shell.programs import link_roots
+from core.shell.programs import link_roots, runs_python_module
 from core.shell.stdin_names import XARGS_SPLITS, names_from, pipeline_listings, split_at
 from core.shell.git_config import git_folders, program_keys
 from core.shell.command_plan import Pipeline
@@ -122,7 +124,8 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
                           git_programs=tuple(git_programs), glob_outside=_glob_outside(verdict, root), env=env,
                           split_names=split_names(root) if _cuts_listed_names(verdict) else {},
                           links_out=_links_out(verdict, root, budget),
-                          listed_links=_listed_links(verdict, root, budget))
+                          listed_links=_listed_links(verdict, root, budget),
+                          module_shadows=_module_shadows(verdict, root))
 
 
 # Bounds the walk below (a few tenths of a second on this kind of machine);
@@ -225,6 +228,52 @@ def _links_out(verdict: Verdict, root: str, budget: list[int]) -> dict[str, str]
                 if note is not None:
                     found[key] = note
     return found
+
+
+def _module_shadows(verdict: Verdict, root: str) -> dict[str, str] | None:
+    """For each folder the plan runs ``python -m`` in (whatever the first
+    verdict), why an entry there may be imported in place of a module; None
+    when no command does."""
+    if verdict.plan is None:
+        return None
+    found: dict[str, str] | None = None
+    for cwd, part in _parts_in_folders(verdict, root):
+        for command in part.commands:
+            if runs_python_module(command.argv):
+                found = {} if found is None else found
+                if (cwd or "") not in found:
+                    found[cwd or ""] = module_shadow(os.path.join(root, cwd or ""))
+    return found
+
+
+_MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+
+
+def module_shadow(folder: str) -> str:
+    """Why an entry of ``folder`` (first on the module path of ``python -m``)
+    may be imported in place of a standard or private (``_name``) module: a
+    module file (source, bytecode or extension) or a package named so; "" if
+    none is. Standard names are this interpreter's list; a newer Python's new
+    modules are mostly private ones, which count whatever the list says."""
+    try:
+        with os.scandir(folder) as entries:
+            for n, entry in enumerate(entries):
+                if n == MAX_NAMES_CHECKED:
+                    return f"the folder it runs in holds more than {MAX_NAMES_CHECKED:,} entries, too many to check"
+                if entry.is_dir():
+                    if not any(os.path.lexists(os.path.join(entry.path, "__init__" + s)) for s in _MODULE_SUFFIXES):
+                        continue  # a namespace folder: a module found later on the path wins
+                    module = entry.name
+                elif entry.name.endswith(_MODULE_SUFFIXES):
+                    module = entry.name.partition(".")[0]
+                else:
+                    continue
+                if module in sys.stdlib_module_names or (module.startswith("_") and not module.startswith("__")):
+                    return (f"`{entry.name}` in the folder it runs in is named like a module, and Python "
+                            "looks for modules there first")
+    except OSError:
+        return "the folder it runs in could not be listed"
+    return ""
 
 
 # Installed system software: what a virtualenv's interpreter link points at

@@ -72,6 +72,12 @@ class WorkspaceFacts:
     # lead out, each (path relative to the folder, where it leads); a ``""``
     # path: why they could not all be found. None: not looked for.
     listed_links: Mapping[str, tuple[tuple[str, str], ...]] | None = None
+    # For a command that runs a standard module with ``python -m`` (the folder
+    # it runs in comes first on the module path): workspace_key(folder) or ""
+    # for the root -> why an entry there may be imported in place of a module
+    # (a file or package named like a standard or private one), "" when none
+    # is. None: not looked for.
+    module_shadows: Mapping[str, str] | None = None
 
     def toolchain_file(self, program: str) -> str | None:
         if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):

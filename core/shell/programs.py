@@ -170,6 +170,8 @@ def judge(
             j = ask(f"{j.reason}, but it follows symbolic links {walk}")
         elif toolchain is not None:
             j = ask(f"{j.reason}, but {toolchain}")
+        elif (shadow := _module_shadow(argv, cwd, facts)) is not None:
+            j = ask(f"{j.reason}, but {shadow}")
     return base, j, keys + [k for k in physical if k is not None]  # as _keys
 
 
@@ -200,6 +202,25 @@ def _toolchain(lname: str, fam: str, facts: WorkspaceFacts | None) -> str | None
     if file is None:
         return None
     return f"`{file}` in the workspace selects the toolchain, so `{lname}` may run a program it names"
+
+
+def runs_python_module(argv: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``argv`` is ``python -m MODULE ...``, which imports from the folder it runs in first."""
+    return len(argv) > 2 and argv[1] == "-m" and family(argv[0].rsplit("/", 1)[-1].lower()) == "python"
+
+
+def _module_shadow(argv: tuple[str, ...], cwd: str | None, facts: WorkspaceFacts | None) -> str | None:
+    """Why ``python -m MODULE`` may import a workspace file in place of a module, or None."""
+    if not runs_python_module(argv):
+        return None
+    if facts is None:
+        return "the folder it runs in, where Python looks for modules first, was not checked"
+    if facts.module_shadows is None:
+        return None  # not looked for (the first pass): the second pass has them
+    found = facts.module_shadows.get(cwd or "")
+    if found is None:
+        return "the folder it runs in, where Python looks for modules first, was not checked"
+    return found or None
 
 
 def _git_program(argv: tuple[str, ...], facts: WorkspaceFacts | None) -> str | None:

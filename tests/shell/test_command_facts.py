@@ -202,3 +202,33 @@ def test_git_C_naming_the_workspace_by_its_absolute_path_is_plain_git() -> None:
         assert verdict.verdict == "ask" and "fsmonitor" in verdict.reason.lower(), verdict.reason
     finally:
         shutil.rmtree(root)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["json.py", "argparse.pyc", "_json.cpython-311-x86_64-linux-gnu.so", "re/__init__.py", "_colorize.py"],
+)
+def test_python_m_json_tool_asks_where_a_file_could_stand_in_for_a_module_it_imports(ws: Path, entry: str) -> None:
+    # `python -m` puts the folder it runs in first on the module path: a
+    # `json.py` (or a package, bytecode or extension named like a standard or
+    # private module) there would run instead of the standard library's.
+    for command in ("python3 -m json.tool data.json", "cd src && python3 -m json.tool --sort-keys a.json"):
+        assert validate_in_workspace(command, str(ws)).verdict == "allow", command
+    for folder, command in (("", "python3 -m json.tool data.json"),
+                            ("src", "cd src && python3 -m json.tool --sort-keys a.json")):
+        path = ws / folder / entry
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+        v = validate_in_workspace(command, str(ws))
+        assert v.verdict == "ask" and entry.split("/")[0] in v.reason, v
+    assert validate_in_workspace("python3 -m json.tool /etc/hostname", str(ws)).verdict == "ask"
+
+
+def test_python_m_json_tool_ignores_folders_that_are_no_package_and_other_names(ws: Path) -> None:
+    (ws / "email").mkdir()  # a namespace folder: the standard package found later wins
+    (ws / "email" / "x.txt").write_text("")
+    (ws / "setup.py").write_text("")
+    (ws / "__init__.py").write_text("")
+    assert validate_in_workspace("python3 -m json.tool data.json", str(ws)).verdict == "allow"
+    (ws / ".python-version").write_text("3.12\n")
+    assert validate_in_workspace("python3 -m json.tool data.json", str(ws)).verdict == "ask"

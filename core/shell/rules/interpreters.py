@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from core.shell.options import is_version_query
+from core.shell.options import is_version_query, opts, scan
 from core.shell.programs import Handler, judge_inner
 from core.shell.verdict import H_NETWORK, H_SCRIPT, J, allow, ask, rej
 
@@ -24,6 +24,8 @@ def _h_python(name: str, args: list[str]) -> J:
         return rej(f"`{name}` without a script {INTERACTIVE_INTERP}", H_SCRIPT)
     if args in (["--version"], ["-V"], ["-VV"], ["--help"], ["-h"]):
         return allow(f"`{name} {args[0]}` only prints information")
+    if args[:2] == ["-m", "json.tool"]:
+        return _json_tool(name, args[2:])
     i, n = 0, len(args)
     while i < n:
         a = args[i]
@@ -76,6 +78,24 @@ _PY_MODULE_REASONS = {
 
 
 _PY_SERVERS = frozenset("http.server SimpleHTTPServer CGIHTTPServer smtpd aiosmtpd xmlrpc.server jupyter notebook".split())
+
+
+# `python -m json.tool [INFILE [OUTFILE]]` parses JSON and prints it; its
+# options only shape the output. A second operand is a file it writes. Which
+# `json` it imports is checked by core.shell.programs (the folder it runs in
+# comes first on the module path).
+_JSON_TOOL = opts("h", "", "sort-keys no-ensure-ascii json-lines tab no-indent compact", "indent", data="indent")
+
+
+def _json_tool(name: str, args: list[str]) -> J:
+    bad, operands = scan(args, _JSON_TOOL)
+    if bad is not None:
+        return ask(f"`{name} -m json.tool` with option `{bad}`")
+    if any(o.startswith("-") and o != "-" for o in operands):
+        return ask(f"`{name} -m json.tool` with an operand that starts with `-`")
+    if len(operands) > 1:
+        return ask(f"`{name} -m json.tool` writes `{operands[1]}`")
+    return allow(f"`{name} -m json.tool` only reads JSON and prints it")
 
 
 def _python_module(name: str, mod: str) -> J:
@@ -318,6 +338,16 @@ CASES: list[tuple[str, str, str | None]] = [
     ("python3 script.py", "ask", "runs a python program"),
     ("python3 -m pytest -q", "ask", "test suite"),
     ("python3 -m http.server", "reject", "long-running server"),
+    # json.tool only parses and prints; allowed where the folder holds no file
+    # named like a module it imports (facts), and without them the toolchain asks
+    ("python3 -m json.tool data.json", "ask", "toolchain"),
+    ("python3 -m json.tool --sort-keys --indent 2 data.json", "ask", "toolchain"),
+    ("python3 -m json.tool --json-lines --no-ensure-ascii", "ask", "toolchain"),
+    ("python3 -m json.tool in.json out.json", "ask", "writes `out.json`"),
+    ("python3 -m json.tool /etc/passwd", "ask", "outside the workspace"),
+    ("python3 -m json.tool --sort x.json", "ask", "option `--sort`"),  # argparse's abbreviations are not modelled
+    ("python3 -I -m json.tool x.json", "ask", "runs a python module"),
+    ("python3 -m json.tool -- -x.json", "ask", None),
     ("python3 -m http.server 8000 --bind 127.0.0.1", "reject", "long-running server"),
     ("python manage.py runserver", "reject", "long-running server"),
     ("php -S localhost:8000", "reject", "long-running"),
