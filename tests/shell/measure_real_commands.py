@@ -48,6 +48,9 @@ HOLDOUT2 = DATA / "real_commands_holdout2.jsonl"
 # A third hold-out from sources new to the corpus (Claude Code and Codex CLI
 # sessions), never used to tune the validator (docs/shell_corpus.md).
 HOLDOUT3 = DATA / "real_commands_holdout3.jsonl"
+# A fourth from benchmark runs of Claude Code, Gemini CLI and Terminus
+# (docs/shell_corpus.md), never used to tune the validator.
+HOLDOUT4 = DATA / "real_commands_holdout4.jsonl"
 LABELS = ("allow", "ask", "reject")
 FIELDS = {"command", "label", "destructive", "reason", "source"}
 
