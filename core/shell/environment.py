@@ -117,10 +117,15 @@ def judge_export(args: list[tuple[str, bool]]) -> J:
         if problem is not None:
             return problem
         names.append(name)
+    return _for_later_parts(names, "`export` sets `{}` for")
+
+
+def _for_later_parts(names: list[str], change: str) -> J:
+    """Allowed when every name only tunes output or locale, else asked."""
     tuned = [n for n in names if not harmless_name(n)]
     if tuned:
-        return ask(f"`export` sets `{tuned[0]}` for the later parts, which may change what they do")
-    return allow(f"`export` sets `{names[0]}` for the later parts (output or locale only)")
+        return ask(f"{change.format(tuned[0])} the later parts, which may change what they do")
+    return allow(f"{change.format(names[0])} the later parts (output or locale only)")
 
 
 def unset_problem(name: str) -> J | None:
@@ -138,9 +143,8 @@ def judge_unset(args: list[tuple[str, bool]]) -> J:
     """``unset [-v] NAME ...``: the variables leave the environment of the
     parts after it. A variable the sandbox sets to keep programs safe (git's
     config, the pager, HOME ...) is as fixed as it is for an assignment."""
-    values = [value for value, _ in args]
-    if values[:1] == ["-v"]:
-        values, args = values[1:], args[1:]
+    if args[:1] == [("-v", False)]:
+        args = args[1:]
     names = []
     for value, glob in args:
         if value.startswith("-") or not NAME.fullmatch(value) or glob:
@@ -152,10 +156,7 @@ def judge_unset(args: list[tuple[str, bool]]) -> J:
         names.append(value)
     if not names:
         return rej("`unset` without a name", "write `unset NAME && COMMAND`")
-    tuned = [n for n in names if not harmless_name(n)]
-    if tuned:
-        return ask(f"`unset` removes `{tuned[0]}` from the later parts' environment, which may change what they do")
-    return allow(f"`unset` removes `{names[0]}` for the later parts (output or locale only)")
+    return _for_later_parts(names, "`unset` removes `{}` for")
 
 
 # The builtins that change the environment of a command's later parts, which
