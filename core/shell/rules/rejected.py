@@ -77,6 +77,25 @@ def _h_wrapper(name: str, args: list[str]) -> J:
     )
 
 
+_ACTIVATE = ("activate", "activate.sh", "activate.bash", "activate.fish", "activate.csh")
+
+
+def _h_source(name: str, args: list[str]) -> J:
+    """``source FILE``: nothing keeps a shell's state between the parts. A
+    virtualenv's activation is the common case, and needs no shell: its
+    programs run by their path."""
+    script = args[0] if args else ""
+    folder, _, base = script.rpartition("/")
+    if base in _ACTIVATE and folder.rstrip("/").endswith("bin"):
+        env_bin = folder.rstrip("/")
+        return rej(
+            f"`{name} {script}` loads a virtual environment into a shell, and no shell keeps it for the later parts",
+            f"run the environment's programs by their path instead: `{env_bin}/python -m pytest`, "
+            f"`{env_bin}/pip list` (that is all activating does for them)",
+        )
+    return _h_wrapper(name, args)
+
+
 # env's own options when it runs no program: they only change what it prints.
 _ENV_PRINT_FLAGS = frozenset(["-0", "--null", "-i", "--ignore-environment", "-"])
 _ENV_UNSET = ("-u", "--unset")
@@ -140,6 +159,7 @@ for _names, _fn in (
     HANDLERS.update(dict.fromkeys(_names, _fn))
 HANDLERS["sleep"] = _h_sleep
 HANDLERS["env"] = _h_env
+HANDLERS["source"] = HANDLERS["."] = _h_source
 # NAME=VALUE words and -u NAME are names and values, never files.
 PATH_FINDERS = {"env": lambda args: []}
 
@@ -149,6 +169,9 @@ CASES: list[tuple[str, str, str | None]] = [
     ("systemctl stop sshd", "reject", "system state"),
     ("kill -9 1", "reject", "kills processes"),
     ("env rm x", "reject", "wrapper"),
+    ("source venv/bin/activate && python -m pytest -q", "reject", "virtual environment"),
+    (". .venv/bin/activate", "reject", "virtual environment"),
+    ("source env.sh && make", "reject", "wrapper"),
     ("env FOO=1 pytest", "reject", "wrapper"),
     ("env -u HOME sh -c id", "reject", "wrapper"),
     ("env -S 'sh -c id'", "reject", "wrapper"),

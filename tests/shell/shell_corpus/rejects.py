@@ -212,7 +212,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("eval ls", _WRAP, "wrapper"),
     (". ./x", _WRAP, "wrapper"),
     ("source x", _WRAP, "wrapper"),
-    ("source ./venv/bin/activate", _WRAP, "wrapper"),
+    ("source ./venv/bin/activate", _WRAP, "virtual environment"),
     ("trap id EXIT", _WRAP, "wrapper"),
     ("alias ls=rm", _WRAP, "wrapper"),
     ("unalias ls", _WRAP, "wrapper"),
