@@ -239,8 +239,8 @@ class StreamAssembler:
 
     def _feed_openai(self, chunk: dict[str, Any]) -> None:
         self._response_id = self._response_id or chunk.get("id") or ""
-        usage = chunk.get("usage")
-        if usage:
+        usage = chunk.get("usage") or _groq_usage(chunk)
+        if isinstance(usage, dict) and usage:
             self.usage.input_tokens = usage.get("prompt_tokens") or 0
             self.usage.output_tokens = usage.get("completion_tokens") or 0
             details = usage.get("prompt_tokens_details") or {}
@@ -474,6 +474,14 @@ def _same_json(a: str, b: str) -> bool:
         return bool(json.loads(a) == json.loads(b))
     except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         return a == b
+
+
+def _groq_usage(chunk: dict[str, Any]) -> Any:
+    """Groq puts a stream's usage in ``x_groq.usage`` of its last chunk (its
+    newer responses also at the top, where OpenAI puts it): read there, a
+    Groq answer counted no tokens at all."""
+    extra = chunk.get("x_groq")
+    return extra.get("usage") if isinstance(extra, dict) else None
 
 
 def _text_or_none(value: Any) -> str | None:
