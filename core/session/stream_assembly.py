@@ -200,6 +200,7 @@ class StreamAssembler:
         self._ended = False
         self._fed = False
         self._response_id = ""
+        self._message_started = False  # Anthropic: a message_start was read
 
     # ------------------------------------------------------------- feeding
     def feed(self, item: dict[str, Any]) -> list[AssembledCall]:
@@ -221,7 +222,9 @@ class StreamAssembler:
     def _call_for(self, key: int, call_id: str | None, name: str | None) -> AssembledCall:
         call = self._calls.get(key)
         if call is None:
-            call = AssembledCall(position=len(self._calls), id=call_id or "", name=name or "", _sent_id=call_id or "")
+            # after a restarted answer (_begin_again) the kept calls' places are taken
+            position = max((c.position for c in self._calls.values()), default=-1) + 1
+            call = AssembledCall(position=position, id=call_id or "", name=name or "", _sent_id=call_id or "")
             self._calls[key] = call
         else:
             if call_id and not call.id:
@@ -342,6 +345,9 @@ class StreamAssembler:
     def _feed_anthropic(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "message_start":
+            if self._message_started:
+                self._begin_again()
+            self._message_started = True
             message = event.get("message") or {}
             self._response_id = message.get("id") or ""
             self._anthropic_usage(message.get("usage") or {})
@@ -384,6 +390,19 @@ class StreamAssembler:
             if delta.get("stop_reason"):
                 self._stop = delta["stop_reason"]
             self._anthropic_usage(event.get("usage") or {})
+
+    def _begin_again(self) -> None:
+        """A second message_start: the server began the answer over inside
+        one stream (a gateway retrying upstream mid-answer), numbering its
+        blocks from 0 again. What the first generation left and had not yet
+        surfaced (text, thinking, calls whose arguments had not closed) is
+        dropped, so its half arguments are not glued to the new ones; a call
+        that already surfaced may already be running, so it stays, under a
+        key no new block can take."""
+        surfaced = sorted((c for c in self._calls.values() if c._yielded), key=lambda c: c.position)
+        self._calls = {-1 - i: call for i, call in enumerate(surfaced)}
+        self._text.clear()
+        self._thinking.clear()
 
     def _anthropic_usage(self, usage: dict[str, Any]) -> None:
         # message_delta's counts are cumulative: take the latest, not a sum.
