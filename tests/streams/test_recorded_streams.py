@@ -145,6 +145,15 @@ KNOWN: dict[str, Known] = {
         usage=(849, 47, 0, 0), stop="tool_use", response_id="msg_01K2JbSUMYhez5RHoK9ZCj9U"),
     "anthropic_input_tokens_in_message_delta.sse": Known(
         text="pong", usage=(61, 2, 0, 0), stop="end_turn", response_id="msg_3196a1cc08de4d76b85b8f5777c0d42b"),
+    "kimi_call_sent_twice_no_finish_reason.sse": Known(
+        calls=[("0", "llm_version", {})], usage=(57, 17, 0, 0), stop=None,
+        response_id="gen-1753242299-QZRAt5HJHd1ptY8sdS0s"),
+    "kimi_call_id_with_colon.sse": Known(
+        calls=[("llm_version:0", "llm_version", {})], usage=(56, 12, 0, 0), stop="tool_calls",
+        response_id="gen-1753248108-FGOxpkEzFEwhNKSPpI4a"),
+    "ollama_parallel_calls.sse": Known(
+        calls=[("call_wteop8bt", "run_command", {"command": "ls"}), ("call_rk2xye1l", "run_command", {"command": "ls -l"})],
+        stop="tool_calls", response_id="chatcmpl-18"),
     # The second message_start begins the answer over: only the second generation is the answer.
     "anthropic_generation_restarted.sse": Known(
         calls=[("toolu_second", "test-tool", {"value": "Sparkle Day"})],
