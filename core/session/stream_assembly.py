@@ -403,6 +403,8 @@ class StreamAssembler:
         self._calls = {-1 - i: call for i, call in enumerate(surfaced)}
         self._text.clear()
         self._thinking.clear()
+        # the new generation says for itself how and whether it ended
+        self._stop, self._ended = None, False
 
     def _anthropic_usage(self, usage: dict[str, Any]) -> None:
         # message_delta's counts are cumulative: take the latest, not a sum.

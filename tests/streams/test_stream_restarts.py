@@ -48,3 +48,13 @@ def test_a_message_start_sent_twice_before_any_content_changes_nothing() -> None
                         {"type": "message_stop"}])
     response = assembler.finish()
     assert [(c.id, c.final_arguments) for c in response.calls] == [("toolu_a", '{"pattern": "*"}')]
+
+
+def test_an_answer_begun_again_must_itself_say_it_is_done() -> None:
+    """The first generation's message_stop does not end the second: one cut
+    inside a call's arguments is cut, not taken."""
+    assembler = StreamAssembler("anthropic")
+    assembler.feed_all([_start("msg_1"), {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+                        {"type": "message_stop"}, _start("msg_2"), *_call(0, "toolu_b", '{"pattern": "*.')])
+    assert assembler.cut_short() == "the stream ended inside the arguments of tool call 1 (glob)"
+    assert assembler.finish().raw_stop_reason is None
