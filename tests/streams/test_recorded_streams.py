@@ -154,6 +154,8 @@ KNOWN: dict[str, Known] = {
     "ollama_parallel_calls.sse": Known(
         calls=[("call_wteop8bt", "run_command", {"command": "ls"}), ("call_rk2xye1l", "run_command", {"command": "ls -l"})],
         stop="tool_calls", response_id="chatcmpl-18"),
+    "azure_filter_results_and_empty_first_chunk.sse": Known(
+        text="Capital of Denmark.", usage=(15, 78, 0, 0), stop="stop", response_id="chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt"),
     # The second message_start begins the answer over: only the second generation is the answer.
     "anthropic_generation_restarted.sse": Known(
         calls=[("toolu_second", "test-tool", {"value": "Sparkle Day"})],
