@@ -499,8 +499,8 @@ def _same_json(a: str, b: str) -> bool:
 
 def _groq_usage(chunk: dict[str, Any]) -> Any:
     """Groq puts a stream's usage in ``x_groq.usage`` of its last chunk (its
-    newer responses also at the top, where OpenAI puts it): read there, a
-    Groq answer counted no tokens at all."""
+    newer responses also at the top, where OpenAI puts it); read only at the
+    top, a Groq answer counted no tokens at all."""
     extra = chunk.get("x_groq")
     return extra.get("usage") if isinstance(extra, dict) else None
 
