@@ -55,7 +55,7 @@ from core.paths import within
 from activities.sandbox.environment import command_path, resolve_program
 from activities.sandbox.process import ExecOutcome, ExecRequest, run
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
-from core.shell.environment import ENVIRONMENT_BUILTINS
+from core.shell.environment import ENVIRONMENT_BUILTINS, activated
 from core.shell.git_config import git_folders
 
 MAX_GLOB_MATCHES = 10_000
@@ -300,11 +300,32 @@ class _Builder:
                 raise PlanError(f"the environment name {name!r} is not a plain name")
         return words, redirects, command.env
 
+    def activate(self, folder: str, closes: str) -> str:
+        """``source DIR/bin/activate``: what a virtual environment's activate
+        script does for the later parts (core.shell.environment.ACTIVATE_SETS),
+        done here; the script, workspace code, is never run. Their programs
+        are resolved with DIR/bin first from now on, as bash would find them."""
+        path = os.path.normpath(os.path.join(self.workdir, folder))
+        bin_folder = os.path.join(path, "bin")
+        script = os.path.join(bin_folder, "activate")
+        if not (within(os.path.realpath(bin_folder), self.root) and os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+                and os.path.isfile(script) and not os.path.islink(script)):
+            raise PlanError(f"`{folder}` is not a virtual environment inside the workspace; not activated")
+        shown = os.path.join(self.shown_as, os.path.relpath(path, self.root))
+        self.path_env = os.pathsep.join([bin_folder, self.path_env])
+        prompt = f"({os.path.basename(shown)}) "  # as Python 3.11's venv and virtualenv write it
+        sets = (f"VIRTUAL_ENV={shlex.quote(shown)} VIRTUAL_ENV_PROMPT={shlex.quote(prompt)} "
+                f"PATH={shlex.quote(os.path.join(shown, 'bin'))}:\"$PATH\"")
+        return f"export {sets} {closes}; unset PYTHONHOME {closes}".rstrip()
+
     def rendered(
         self, words: list[str], redirects: list[str], closes: str, env: tuple[tuple[str, str], ...] = ()
     ) -> str:
         if words[0] == "cd":  # a later `cd DIR` (checked by change_folder): nothing runs outside that folder
             return f"cd -- {shlex.quote(words[1])} || exit 1"
+        folder = activated(tuple(words))
+        if folder is not None:
+            return self.activate(folder, closes)
         if words[0] in ENVIRONMENT_BUILTINS:  # the builtin, for the later parts: its words were judged by the validator
             names = [w.partition("=")[0] if words[0] == "export" else w for w in words[1:] if w != "-v"]
             if not names or not all(_NAME.fullmatch(n) for n in names):
@@ -373,6 +394,8 @@ def prepare(
             and only.stdin_text is None and not only.env and only.argv[0] not in ENVIRONMENT_BUILTINS
         ):
             return PreparedPlan(argv=builder.words(only), workdir=command_workdir, shape=[1])
+        if any(len(p.commands) > 1 and any(activated(c.argv) for c in p.commands) for p in plan.items):
+            raise PlanError("an activation in a pipeline would reach no later part (the validator never plans one)")
         parts = [[builder.command(c) for c in p.commands] for p in plan.items]  # in order: a cd moves later parts
         status_fd = builder.keep(os.memfd_create("status", os.MFD_CLOEXEC))
         script_fd = builder.keep(os.memfd_create("script", os.MFD_CLOEXEC))

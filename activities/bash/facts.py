@@ -36,6 +36,7 @@ import glob
 import importlib.machinery
 import itertools
 import os
+import stat
 import sys
 from typing import Callable, Iterator
 
@@ -46,7 +47,8 @@ from core.shell import validate_command
 from core.paths import within
 from core.shell.facts import ALL_TOOLCHAINS, SPLIT_UNKNOWN, WorkspaceFacts, workspace_key
 from core.shell.paths import scratch
-from core.shell.programs import link_roots, runs_python_module
+from core.shell.environment import activated
+from core.shell.programs import link_roots, runs_python_module, system_program
 from core.shell.stdin_names import XARGS_SPLITS, names_from, pipeline_listings, split_at
 from core.shell.git_config import git_folders, program_keys
 from core.shell.command_plan import Pipeline
@@ -125,7 +127,7 @@ def gather_facts(verdict: Verdict, workspace_root: str) -> WorkspaceFacts:
                           split_names=split_names(root) if _cuts_listed_names(verdict) else {},
                           links_out=_links_out(verdict, root, budget),
                           listed_links=_listed_links(verdict, root, budget),
-                          module_shadows=_module_shadows(verdict, root))
+                          module_shadows=_module_shadows(verdict, root), venvs=_venvs(verdict, root))
 
 
 # Bounds the walk below (a few tenths of a second on this kind of machine);
@@ -244,6 +246,55 @@ def _module_shadows(verdict: Verdict, root: str) -> dict[str, str] | None:
                 if (cwd or "") not in found:
                     found[cwd or ""] = module_shadow(os.path.join(root, cwd or ""))
     return found
+
+
+def _venvs(verdict: Verdict, root: str) -> dict[str, tuple[str, ...]] | None:
+    """For each folder the plan activates (``source DIR/bin/activate``) that is
+    a virtual environment inside the workspace, its workspace programs; None
+    when no part activates one."""
+    if verdict.plan is None:
+        return None
+    found: dict[str, tuple[str, ...]] | None = None
+    for cwd, part in _parts_in_folders(verdict, root):
+        for command in part.commands:
+            folder = activated(command.argv)
+            if folder is None:
+                continue
+            found = {} if found is None else found
+            key = workspace_key(folder, cwd)
+            programs = venv_programs(key if key.startswith("/") else os.path.join(root, key), root)
+            if programs is not None:
+                found[key] = programs
+    return found
+
+
+def venv_programs(folder: str, root: str) -> tuple[str, ...] | None:
+    """The programs the workspace chose in the virtual environment
+    ``folder``'s bin (every executable but a link to the system's own
+    program of that name); None when ``folder`` is not a virtual environment
+    inside ``root``: no ``pyvenv.cfg``, a bin that leads out, or a
+    ``bin/activate`` that is not a regular file (a link)."""
+    bin_folder = os.path.join(folder, "bin")
+    if not within(os.path.realpath(bin_folder), root) or not os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return None
+    try:
+        if not stat.S_ISREG(os.lstat(os.path.join(bin_folder, "activate")).st_mode):
+            return None
+        with os.scandir(bin_folder) as entries:
+            names = sorted(e.name for _, e in zip(range(MAX_NAMES_CHECKED + 1), entries))
+    except OSError:
+        return None
+    if len(names) > MAX_NAMES_CHECKED:
+        return (f"more than {MAX_NAMES_CHECKED:,} entries",)
+    programs = []
+    for name in names:
+        path = os.path.join(bin_folder, name)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            continue  # not run by name from PATH (the activate scripts themselves)
+        if os.path.islink(path) and system_program(name, os.path.realpath(path)):
+            continue  # venv's own interpreter links: the system program, judged by its name
+        programs.append(name)
+    return tuple(programs)
 
 
 _MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())

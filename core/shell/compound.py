@@ -30,7 +30,9 @@ from core.shell.stdin_names import (
     exec_linked, listed_link_out, listing, lists_paths, names_cut, names_from, names_linked, names_unjudged,
     splitting_name,
 )
-from core.shell.environment import ASSIGNMENT, ENVIRONMENT_BUILTINS, assignment_problem, harmless_name
+from core.shell.environment import (
+    ASSIGNMENT, ENVIRONMENT_BUILTINS, activated, after_activation, assignment_problem, harmless_name, judge_activation,
+)
 from core.shell.tokens import Assign, Op, Redir, Token, Word
 from core.shell.verdict import H_GLOB, RANK, J, Verdict, rej
 
@@ -283,6 +285,23 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
     return command, J(verdict, reason, None, lost), program, paths + rpaths if rpaths else paths
 
 
+def _activation(part: list[Token], cwd: str | None, facts: WorkspaceFacts | None) -> tuple[SimpleCommand, str] | None:
+    """``source DIR/bin/activate`` of a virtual environment the facts show:
+    its command and DIR's workspace key; None when it is not one (judged as
+    any ``source``: refused)."""
+    if not all(type(t) is Word and not t.glob for t in part):  # type: ignore[union-attr]
+        return None
+    argv = tuple(t.value for t in part)  # type: ignore[union-attr]
+    folder = activated(argv)
+    if folder is None:
+        return None
+    key = workspace_key(folder, cwd)
+    j = judge_activation(folder, key, facts)
+    if j is None:
+        return None
+    return SimpleCommand(argv, (), (), None, j.verdict, j.reason), key  # type: ignore[arg-type]
+
+
 _FETCHERS = frozenset(["curl", "wget"])
 _RUNNERS = _STDIN_INTERPRETERS | frozenset(["python3", "source", "."])
 
@@ -332,6 +351,7 @@ def judge_tokens(
     start = cwd  # the plan's folder; a later `cd` part moves only the parts after it
     pipelines, worst, k = [], None, 0
     downloaded: set[str] = set()
+    active: list[tuple[str, tuple[str, ...]]] = []  # activated virtual environments: (DIR, its workspace programs)
     for pipeline in items:
         commands = []
         for part in pipeline:
@@ -346,6 +366,14 @@ def judge_tokens(
                 paths.append(moved[0])
                 commands.append(SimpleCommand(("cd", moved[2]), (), (), None, "allow", moved[3]))
                 continue
+            venv = _activation(part, cwd, facts) if len(pipeline) == 1 else None
+            if venv is not None:  # its bin comes first for the later parts (the executor applies it)
+                command, key = venv
+                active.append((key, facts.venvs.get(key, ()) if facts and facts.venvs else ()))
+                commands.append(command)
+                if worst is None:
+                    worst = ((k, part), J(command.verdict, command.reason), "source", command.argv)
+                continue
             got = _command(part, cwd, facts)
             if isinstance(got, J):
                 words = [t.value for t in part if isinstance(t, Word)]
@@ -358,6 +386,9 @@ def judge_tokens(
                     hint = "save the output to a file, read it, then run it as its own command if it is safe"
                 return Verdict("reject", reason, hint, program, tuple(words))
             command, j, program, part_paths = got
+            if active and j.verdict == "allow":
+                j = after_activation(j, active)
+                command = replace(command, verdict=j.verdict, reason=j.reason)
             if commands and j.verdict == "allow" and names_from(command.argv) == "-":
                 if not lists_paths([c.argv for c in commands]):
                     j = names_unjudged(j, f"the output of `{commands[-1].argv[0]}`")

@@ -17,9 +17,10 @@ may behave differently (``harmless_name``).
 
 from __future__ import annotations
 
+import posixpath
 import re
 
-from core.shell.facts import SANDBOX_HOME
+from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
 from core.shell.verdict import J, allow, ask, rej
 
 SANDBOX_TMPDIR = "/tmp"
@@ -163,6 +164,55 @@ def judge_unset(args: list[tuple[str, bool]]) -> J:
 # the executor runs as such.
 ENVIRONMENT_BUILTINS = {"export": judge_export, "unset": judge_unset}
 
+# What the activate script of a virtual environment (`python3 -m venv`'s and
+# virtualenv's bin/activate, the only ones written for bash) changes for the
+# later parts. The executor applies it itself; the script, workspace code,
+# is never run.
+ACTIVATE_SETS = ("VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "PATH")
+ACTIVATE_UNSETS = ("PYTHONHOME",)
+
+
+def activated(argv: tuple[str, ...]) -> str | None:
+    """DIR of ``source DIR/bin/activate`` (or ``. DIR/bin/activate``), else None."""
+    if len(argv) != 2 or argv[0] not in ("source", ".") or ".." in argv[1].split("/"):
+        return None
+    script = posixpath.normpath(argv[1])
+    folder = posixpath.dirname(script)
+    if posixpath.basename(script) != "activate" or posixpath.basename(folder) != "bin":
+        return None
+    return posixpath.dirname(folder) or "."
+
+
+def judge_activation(folder: str, key: str, facts: WorkspaceFacts | None) -> J | None:
+    """``source DIR/bin/activate`` for the later parts: allowed when the
+    workspace facts show ``DIR`` (as ``key``) is a virtual environment inside
+    the workspace; None (the refusal stands) without facts or when it is not."""
+    if facts is None:
+        return None
+    if facts.venvs is None:  # the first pass: the second one has the facts and decides
+        return allow(f"activates `{folder}` for the later parts (if it is a virtual environment: checked next)")
+    if key not in facts.venvs:
+        return None
+    return allow(f"activates the virtual environment `{folder}` for the later parts (its bin first on PATH; "
+                 "its activate script is not run)")
+
+
+def after_activation(j: J, active: list[tuple[str, tuple[str, ...]]]) -> J:
+    """A part after activations (each: DIR, its workspace programs): their bin
+    comes first on PATH, so a program run by name, or one that runs another by
+    name (``xargs``, ``find -exec``, git's helpers), may be one the workspace
+    planted there; an allowed part then asks."""
+    if j.verdict != "allow":
+        return j
+    for folder, programs in active:
+        if programs:
+            more = f" and {len(programs) - 1} more" if len(programs) > 1 else ""
+            return J("ask", f"{j.reason}; but the activated `{folder}/bin`, first on PATH, holds programs from the "
+                     f"workspace (`{programs[0]}`{more}) that run in place of any program of that name", None,
+                     j.destructive)
+    return j
+
+
 CASES: list[tuple[str, str, str | None]] = [
     ("export LC_ALL=C && sort names.txt", "allow", "output or locale only"),
     ("export PYTHONPATH=src && python -m pytest -q", "ask", "sets `PYTHONPATH`"),
@@ -181,4 +231,22 @@ CASES: list[tuple[str, str, str | None]] = [
     # In a script the validator cannot plan (a loop), the same names stay fixed.
     ("for f in *.py; do unset GIT_CONFIG_GLOBAL; git log -1 -- $f; done", "reject", "unsetting"),
     ("for f in *.py; do unset CI; wc -l $f; done", "ask", "opaque"),
+]
+
+# Run with facts where `.venv`, `proj/.venv` and `venv` are virtual environments
+# (`venv/bin` holds a workspace program, `pytest`), and `fake` is not one
+# (tests/shell/test_shell_rules.py).
+VENV_CASES: list[tuple[str, str, str | None]] = [
+    ("source .venv/bin/activate && python --version", "allow", "activates the virtual environment `.venv`"),
+    (". .venv/bin/activate && ls", "allow", None),
+    ("source ./.venv/bin/activate && python -m pytest -q", "ask", None),
+    ("cd proj && source .venv/bin/activate && python manage.py check", "ask", None),
+    ("source venv/bin/activate && ls", "ask", "holds programs from the workspace (`pytest`)"),
+    ("source venv/bin/activate && find . -exec pytest {} +", "ask", None),
+    ("ls && source venv/bin/activate && pytest -q", "ask", None),
+    ("source fake/bin/activate && ls", "reject", "virtual environment"),
+    ("source proj/.venv/bin/activate.sh && ls", "reject", "virtual environment"),
+    ("source .venv/bin/activate | cat", "reject", "virtual environment"),
+    ("source .venv/bin/activate && rm -rf /", "reject", None),
+    ("source .venv/bin/../bin/activate && ls", "reject", "virtual environment"),
 ]

@@ -78,6 +78,13 @@ class WorkspaceFacts:
     # (a file or package named like a standard or private one), "" when none
     # is. None: not looked for.
     module_shadows: Mapping[str, str] | None = None
+    # For a command that activates a virtual environment (``source
+    # DIR/bin/activate``): workspace_key(DIR) -> the programs in DIR/bin the
+    # workspace chose (every executable there but the system's own program
+    # linked under its own name, as venv links its interpreter). A DIR that is
+    # not a virtual environment inside the workspace is absent. None: not
+    # looked for.
+    venvs: Mapping[str, tuple[str, ...]] | None = None
 
     def toolchain_file(self, program: str) -> str | None:
         if ALL_TOOLCHAINS in self.toolchains and any(program in p for p in TOOLCHAIN_PROGRAMS.values()):

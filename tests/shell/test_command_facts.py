@@ -232,3 +232,65 @@ def test_python_m_json_tool_ignores_folders_that_are_no_package_and_other_names(
     assert validate_in_workspace("python3 -m json.tool data.json", str(ws)).verdict == "allow"
     (ws / ".python-version").write_text("3.12\n")
     assert validate_in_workspace("python3 -m json.tool data.json", str(ws)).verdict == "ask"
+
+
+# --- `source DIR/bin/activate` of a real virtual environment ----------------------------
+
+_SYSTEM_PYTHON = "/usr/bin/python3"
+needs_system_python = pytest.mark.skipif(not os.path.exists(_SYSTEM_PYTHON), reason="no /usr/bin/python3")
+
+
+def make_venv(folder: Path) -> Path:
+    """A real virtual environment, as `python3 -m venv` makes it (its python a link to the system's)."""
+    import subprocess
+
+    subprocess.run([_SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True)
+    return folder
+
+
+@needs_system_python
+def test_a_real_virtual_environment_is_activated_for_the_later_parts(ws: Path) -> None:
+    make_venv(ws / ".venv")
+    v = validate_in_workspace("source .venv/bin/activate && python --version", str(ws))
+    assert v.verdict == "allow" and "activates the virtual environment `.venv`" in v.reason, v
+    assert validate_in_workspace(". .venv/bin/activate && python -m pytest -q", str(ws)).verdict == "ask"
+    make_venv(ws / "proj" / ".venv")
+    v = validate_in_workspace("cd proj && source .venv/bin/activate && python manage.py check", str(ws))
+    assert v.verdict == "ask" and "python" in v.reason, v
+    # the pure validator has no facts: refused, with the hint to run the programs by their path
+    v = validate_command("source .venv/bin/activate && python --version")
+    assert v.verdict == "reject" and ".venv/bin/python" in (v.hint or ""), v
+
+
+@needs_system_python
+def test_a_program_planted_in_the_venv_bin_makes_the_later_parts_ask(ws: Path) -> None:
+    make_venv(ws / ".venv")
+    planted = ws / ".venv" / "bin" / "ls"
+    planted.write_text("#!/bin/sh\necho planted\n")
+    planted.chmod(0o755)
+    v = validate_in_workspace("source .venv/bin/activate && ls", str(ws))
+    assert v.verdict == "ask" and "`ls`" in v.reason, v
+    # run by name by another program, too
+    assert validate_in_workspace("source .venv/bin/activate && find . -exec ls {} +", str(ws)).verdict == "ask"
+    planted.unlink()
+    # a system program linked under another program's name is not that program
+    (ws / ".venv" / "bin" / "cat").symlink_to("/bin/rm")
+    v = validate_in_workspace("source .venv/bin/activate && cat README.md", str(ws))
+    assert v.verdict == "ask" and "`cat`" in v.reason, v
+
+
+@needs_system_python
+def test_a_folder_that_is_not_a_virtual_environment_inside_the_workspace_is_refused(ws: Path, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    fake = ws / "fake" / "bin"
+    fake.mkdir(parents=True)
+    (fake / "activate").write_text("echo sourced\n")
+    v = validate_in_workspace("source fake/bin/activate && ls", str(ws))
+    assert v.verdict == "reject" and "virtual environment" in v.reason, v
+    linked = make_venv(ws / "linked")
+    (linked / "bin" / "activate").unlink()
+    (linked / "bin" / "activate").symlink_to(fake / "activate")
+    assert validate_in_workspace("source linked/bin/activate && ls", str(ws)).verdict == "reject"
+    outside = make_venv(tmp_path_factory.mktemp("elsewhere") / "venv")
+    (ws / "out").symlink_to(outside)
+    assert validate_in_workspace("source out/bin/activate && ls", str(ws)).verdict == "reject"
+    assert validate_in_workspace(f"source {outside}/bin/activate && ls", str(ws)).verdict == "reject"

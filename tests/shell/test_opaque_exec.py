@@ -18,6 +18,7 @@ from core.contracts import ToolRequest, ToolStatus
 from core.shell import validate_command
 from core.shell.environment import KNOWN_ENV
 from core.tools.specs import BashArgs
+from tests.shell.test_command_facts import needs_system_python
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -160,3 +161,57 @@ def test_a_scratch_tmp_redirection_needs_the_sandbox(workspace: Path) -> None:
     prepare(v.plan, str(workspace), read_only=True).close()  # in the sandbox: bash opens its own /tmp
     with pytest.raises(PlanError, match="private /tmp"):
         prepare(v.plan, str(workspace), read_only=False, sandboxed=False)
+
+
+# --- `source DIR/bin/activate` of a real virtual environment -------------------------------
+
+def _venv(workspace: Path) -> Path:
+    from tests.shell.test_command_facts import make_venv
+
+    folder = make_venv(workspace / ".venv")
+    with open(folder / "bin" / "activate", "a") as script:
+        script.write("echo SOURCED\n")  # workspace code: the executor applies activation without it
+    return folder
+
+
+@needs_system_python
+async def test_activation_puts_the_venv_first_for_the_later_parts(workspace: Path) -> None:
+    folder = _venv(workspace)
+    command = "source .venv/bin/activate && python -c 'import sys; print(sys.prefix)' && printenv VIRTUAL_ENV"
+    assert validate_in_workspace(command, str(workspace)).verdict == "ask"  # python -c runs code
+    result = await _run(workspace, command)
+    assert result.status == ToolStatus.OK, result.output
+    assert result.output.split() == [str(folder.resolve())] * 2, result.output
+    assert "SOURCED" not in result.output
+    command = ". .venv/bin/activate && python --version && printenv VIRTUAL_ENV_PROMPT PYTHONHOME || echo no-home"
+    result = await _run(workspace, command)
+    assert result.metadata["verdict"] == "allow", result.output  # the system interpreter, by its own rules
+    assert result.output.startswith("Python 3."), result.output
+    assert "(.venv)" in result.output and "no-home" in result.output, result.output
+
+
+@needs_system_python
+async def test_a_program_planted_in_the_venv_bin_asks_and_a_fake_venv_is_refused(workspace: Path) -> None:
+    folder = _venv(workspace)
+    planted = folder / "bin" / "ls"
+    planted.write_text("#!/bin/sh\necho planted\n")
+    planted.chmod(0o755)
+    result = await _run(workspace, "source .venv/bin/activate && ls")
+    assert result.metadata["verdict"] == "ask" and "planted" in result.output, result.output  # asks; runs its ls
+    (folder / "pyvenv.cfg").unlink()
+    result = await _run(workspace, "source .venv/bin/activate && ls")
+    assert result.status == ToolStatus.ERROR and "virtual environment" in result.output, result.output
+    assert "planted" not in result.output and "SOURCED" not in result.output
+
+
+def test_the_executor_activates_only_a_virtual_environment_inside_the_workspace(workspace: Path) -> None:
+    """Facts that call a folder a virtual environment are checked again when the plan runs."""
+    from core.shell.facts import WorkspaceFacts
+
+    (workspace / "fake" / "bin").mkdir(parents=True)
+    (workspace / "fake" / "bin" / "activate").write_text("echo SOURCED\n")
+    forged = WorkspaceFacts(root=str(workspace), venvs={"fake": ()})
+    v = validate_command("source fake/bin/activate && ls", forged)
+    assert v.verdict == "allow" and v.plan is not None
+    with pytest.raises(PlanError, match="not a virtual environment"):
+        prepare(v.plan, str(workspace), read_only=True)

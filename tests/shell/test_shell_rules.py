@@ -88,3 +88,24 @@ def test_links_a_lister_hands_on_by_name(command: str, listings: list) -> None:
 
     parts = [tuple(shlex.split(p)) for p in command.split(" | ")]
     assert pipeline_listings(parts) == listings, command
+
+
+def _venv_cases() -> list[tuple[str, str, str | None]]:
+    from core.shell.environment import VENV_CASES
+
+    return VENV_CASES
+
+
+@pytest.mark.parametrize(("command", "verdict", "needle"), _venv_cases(), ids=[c[:80] for c, _, _ in _venv_cases()])
+def test_venv_case(command: str, verdict: str, needle: str | None) -> None:
+    """Activation with the workspace's facts (which folders are virtual environments, and what
+    their bin holds besides the system's own interpreter); without facts it stays refused (CASES)."""
+    from core.shell.facts import WorkspaceFacts
+
+    facts = WorkspaceFacts(root="/ws", venvs={".venv": (), "proj/.venv": (), "venv": ("pytest",)})
+    v = validate_command(command, facts)
+    assert v.verdict == verdict, (command, v)
+    if needle is not None:
+        assert needle.lower() in v.reason.lower(), (command, v.reason)
+    if verdict == "reject":
+        assert v.hint, v
