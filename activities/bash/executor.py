@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from core.paths import within
-from activities.sandbox.environment import command_path, resolve_program
+from activities.sandbox.environment import command_path, resolve_program, virtual_environment
 from activities.sandbox.process import ExecOutcome, ExecRequest, run
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 from core.shell.environment import ENVIRONMENT_BUILTINS, activated
@@ -307,9 +307,7 @@ class _Builder:
         are resolved with DIR/bin first from now on, as bash would find them."""
         path = os.path.normpath(os.path.join(self.workdir, folder))
         bin_folder = os.path.join(path, "bin")
-        script = os.path.join(bin_folder, "activate")
-        if not (within(os.path.realpath(bin_folder), self.root) and os.path.isfile(os.path.join(path, "pyvenv.cfg"))
-                and os.path.isfile(script) and not os.path.islink(script)):
+        if not virtual_environment(path, self.root):
             raise PlanError(f"`{folder}` is not a virtual environment inside the workspace; not activated")
         shown = os.path.join(self.shown_as, os.path.relpath(path, self.root))
         self.path_env = os.pathsep.join([bin_folder, self.path_env])

@@ -36,12 +36,11 @@ import glob
 import importlib.machinery
 import itertools
 import os
-import stat
 import sys
 from typing import Callable, Iterator
 
 from activities.bash.executor import MAX_GLOB_MATCHES
-from activities.sandbox.environment import command_path
+from activities.sandbox.environment import command_path, virtual_environment
 from activities.sandbox.git_config import repository_settings
 from core.shell import validate_command
 from core.paths import within
@@ -272,14 +271,11 @@ def venv_programs(folder: str, root: str) -> tuple[str, ...] | None:
     """The programs the workspace chose in the virtual environment
     ``folder``'s bin (every executable but a link to the system's own
     program of that name); None when ``folder`` is not a virtual environment
-    inside ``root``: no ``pyvenv.cfg``, a bin that leads out, or a
-    ``bin/activate`` that is not a regular file (a link)."""
-    bin_folder = os.path.join(folder, "bin")
-    if not within(os.path.realpath(bin_folder), root) or not os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+    inside ``root`` (activities.sandbox.environment.virtual_environment)."""
+    if not virtual_environment(folder, root):
         return None
+    bin_folder = os.path.join(folder, "bin")
     try:
-        if not stat.S_ISREG(os.lstat(os.path.join(bin_folder, "activate")).st_mode):
-            return None
         with os.scandir(bin_folder) as entries:
             names = sorted(e.name for _, e in zip(range(MAX_NAMES_CHECKED + 1), entries))
     except OSError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 
 from core.paths import within
 from activities.sandbox.git_config import COMMAND_SETTINGS, config_env
@@ -59,3 +60,15 @@ def resolve_program(program: str, path: str, cwd: str) -> str | None:
         return candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None
     return shutil.which(program, path=path)
 
+
+def virtual_environment(folder: str, root: str) -> bool:
+    """Whether ``folder`` is a virtual environment inside ``root`` that
+    ``source folder/bin/activate`` may activate: a ``pyvenv.cfg``, a bin that
+    does not lead out, a ``bin/activate`` that is a regular file (not a link)."""
+    bin_folder = os.path.join(folder, "bin")
+    if not within(os.path.realpath(bin_folder), root) or not os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return False
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(bin_folder, "activate")).st_mode)
+    except OSError:
+        return False

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from core.shell.compound import judge_tokens, split_tokens
-from core.shell.environment import KNOWN_ENV, NAME
+from core.shell.environment import ACTIVATE_SETS, ACTIVATE_UNSETS, KNOWN_ENV, NAME
 from core.shell.facts import WorkspaceFacts
 from core.shell.lexer import FAST_COMMAND, FAST_WORD, unquote
 from core.shell.opaque import judge_opaque
@@ -46,6 +46,9 @@ def _env(s: str, facts: WorkspaceFacts | None) -> dict[str, str]:
         env.update(facts.env)
         if "cd" in s:
             env.pop("PWD", None)  # the folder changes during the command
+    if "activate" in s:  # `source DIR/bin/activate` sets these for the parts after it
+        for name in (*ACTIVATE_SETS, *ACTIVATE_UNSETS):
+            env.pop(name, None)
     if "export" in s or "unset" in s:
         # A variable the command exports or unsets has another value in the
         # parts after it: its `$NAME` is not known before the command runs.

@@ -257,6 +257,8 @@ def test_a_real_virtual_environment_is_activated_for_the_later_parts(ws: Path) -
     make_venv(ws / "proj" / ".venv")
     v = validate_in_workspace("cd proj && source .venv/bin/activate && python manage.py check", str(ws))
     assert v.verdict == "ask" and "python" in v.reason, v
+    # $PATH is no longer the one known before the command runs (never written out stale)
+    assert validate_in_workspace("source .venv/bin/activate && echo $PATH", str(ws)).verdict == "reject"
     # the pure validator has no facts: refused, with the hint to run the programs by their path
     v = validate_command("source .venv/bin/activate && python --version")
     assert v.verdict == "reject" and ".venv/bin/python" in (v.hint or ""), v
