@@ -210,6 +210,7 @@ class _Builder:
         self.root, self.workdir, self.path_env, self.read_only = root, workdir, path_env, read_only
         self.fds: list[int] = []
         self.programs: list[str] = []
+        self.as_written: dict[str, str] = {}  # a bound program path -> the word as written (for messages)
         self.shown_as = root  # where the command sees ``root`` (differs for an overlay view)
         self.open_in_sandbox = False
         self.sandboxed = True  # /tmp is the sandbox's own scratch folder (not the host's)
@@ -289,6 +290,16 @@ class _Builder:
         if command.argv[:1] == ("cd",) and len(command.argv) == 2 and not command.redirects:
             return self.change_folder(command.argv[1]), [], ()
         words = self.words(command)
+        # Bound to the folder each part runs in: the parts render after every
+        # `cd` of the command was taken, so a relative program path (./run.sh)
+        # or an activation resolved then would name a later folder's file.
+        folder = activated(tuple(words))
+        if folder is not None:
+            words = [words[0], os.path.join(self.workdir, folder, "bin", "activate")]
+        elif "/" in words[0] and not os.path.isabs(words[0]):
+            bound = os.path.normpath(os.path.join(self.workdir, words[0]))
+            self.as_written[bound] = words[0]
+            words[0] = bound
         redirects: list[str] = []
         if command.stdin_text is not None:
             memfd = os.memfd_create("heredoc", os.MFD_CLOEXEC)
@@ -332,7 +343,7 @@ class _Builder:
         program = resolve_program(words[0], self.path_env, self.workdir)
         prefix = [f"{name}={shlex.quote(value)}" for name, value in env]  # this command's environment only
         if program is None:
-            head = ["_agent_missing", shlex.quote(words[0])]
+            head = ["_agent_missing", shlex.quote(self.as_written.get(words[0], words[0]))]
         else:
             program = os.path.abspath(program)
             if within(program, self.root):  # a program in the workspace: by the path the command sees

@@ -204,6 +204,29 @@ async def test_a_program_planted_in_the_venv_bin_asks_and_a_fake_venv_is_refused
     assert "planted" not in result.output and "SOURCED" not in result.output
 
 
+async def test_a_relative_program_path_runs_the_file_in_the_folder_its_part_runs_in(workspace: Path) -> None:
+    for script, said in ((workspace / "a.sh", "top"), (workspace / "sub" / "a.sh", "sub")):
+        script.parent.mkdir(exist_ok=True)
+        script.write_text(f"#!/bin/sh\necho {said}\n")
+        script.chmod(0o755)
+    result = await _run(workspace, "./a.sh && cd sub && ./a.sh && ./missing.sh")
+    assert result.output.split("\n")[:2] == ["top", "sub"], result.output
+    assert "./missing.sh: command not found" in result.output, result.output
+
+
+@needs_system_python
+async def test_the_venv_activated_is_the_one_in_the_folder_the_activation_ran_in(workspace: Path) -> None:
+    """A later `cd` into a folder with a venv of its own does not change which one was activated."""
+    from tests.shell.test_command_facts import make_venv
+
+    top = _venv(workspace)
+    make_venv(workspace / "sub" / ".venv")
+    command = "source .venv/bin/activate && cd sub && printenv VIRTUAL_ENV && python -c 'import sys; print(sys.prefix)'"
+    result = await _run(workspace, command)
+    assert result.status == ToolStatus.OK, result.output
+    assert result.output.split() == [str(top.resolve())] * 2, result.output
+
+
 def test_the_executor_activates_only_a_virtual_environment_inside_the_workspace(workspace: Path) -> None:
     """Facts that call a folder a virtual environment are checked again when the plan runs."""
     from core.shell.facts import WorkspaceFacts
