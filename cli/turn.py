@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 import cli.rollback
@@ -220,6 +221,10 @@ async def cmd_run(client: Client, args: argparse.Namespace) -> int:
         handle = await turns.start_turn(turn, workflow_task_queue=queue, require_worker=not args.wait_for_worker)
     except NoWorker as exc:
         _err(f"error: {exc}; nothing was started")
+        return EXIT_FAILED
+    except WorkflowAlreadyStartedError:
+        _err(f"error: a turn {turn.turn_id} already exists (running or finished); a turn id runs one batch "
+             f"once: nothing was started. Its result: agent-turn result {turn.turn_id}; a new batch needs a new --turn-id")
         return EXIT_FAILED
     if args.no_wait:
         _out(turn.turn_id)

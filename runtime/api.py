@@ -32,7 +32,8 @@ from temporalio.api.workflowservice.v1 import (
     DescribeTaskQueueRequest,
     GetWorkflowExecutionHistoryReverseRequest,
 )
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -248,6 +249,11 @@ class TurnClient:
             # start call's answer instead of through matching: ~4 ms sooner.
             # With no such worker the start is an ordinary one.
             request_eager_start=True,
+            # A turn id names one batch: the worker keys the turn's records
+            # (applied calls, pre-images for rollback) by it, so a second
+            # batch under a finished turn's id would be answered from the
+            # first one's records without running. Refused instead.
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             **({"search_attributes": attributes} if attributes is not None else {}),
         )
 
@@ -371,6 +377,45 @@ class TurnClient:
         )
         if not decision.batch_digest:
             raise TurnProblem(f"turn {turn_id} has not published its batch digest yet; pass --digest")
+        try:
+            return await self._send_decision(turn_id, decision, signal, wait_for_worker_s, fallback_to_signal, on_wait)
+        except RPCError as exc:
+            # Paused when looked at, decided by someone else when this one
+            # arrived: the server then aborts the update (or finds the turn
+            # closed) instead of letting the turn refuse it.
+            if exc.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
+                raise
+            raise TurnProblem(await self._too_late(turn_id, exc)) from None
+
+    async def _too_late(self, turn_id: str, exc: RPCError) -> str:
+        """What a decision that lost the race is told: who decided before
+        it. ``exc`` is raised again when the turn was not decided."""
+        handle = self.client.get_workflow_handle(turn_id, result_type=TurnResult)
+        try:
+            desc = await handle.describe()
+            if desc.status == WorkflowExecutionStatus.RUNNING:
+                earlier = (await self.status(turn_id)).decision
+            else:
+                earlier = (await handle.result()).decision
+        except (RPCError, TurnProblem, WorkflowFailureError, ValueError):
+            earlier = None  # no such turn, no answer, or a failed turn
+        if earlier is None:
+            raise exc from None
+        verb = "approved" if earlier.approve else "rejected"
+        status = desc.status.name.lower() if desc.status else "closed"
+        return (f"turn {turn_id} was already {verb} by {earlier.approver} via {earlier.via} (now {status}): "
+                "this decision came too late and was not applied")
+
+    async def _send_decision(
+        self,
+        turn_id: str,
+        decision: ApprovalDecision,
+        signal: bool,
+        wait_for_worker_s: float,
+        fallback_to_signal: bool,
+        on_wait: Callable[[str], None] | None,
+    ) -> ApprovalDecision:
+        approve = decision.approve
         handle = self.client.get_workflow_handle(turn_id)
         self.last_via = "signal"
         if signal:

@@ -23,7 +23,7 @@ from activities.txn.journal import KIND_FILES, PREVIEWED, PreImage, load_dir
 from activities.txn.apply import apply_changes
 from activities.txn import turn_log
 from activities.txn.retention import pruned_text
-from activities.txn.store import WorkspaceReader, call_folders, turn_dir
+from activities.txn.store import WorkspaceReader, call_folders, lock_call, turn_dir
 from activities.workspace.paths import WorkspaceError
 
 
@@ -114,9 +114,24 @@ def _materialize(folder: str, n: int, data: bytes) -> str:
 
 
 def rollback_turn(root: str, turn_id: str) -> RollbackReport:
-    """Restore what the turn changed (write_file, edit_file and bash alike)."""
+    """Restore what the turn changed (write_file, edit_file and bash alike).
+
+    Two rollbacks of one turn (two clients, or a retry while the first
+    attempt still runs) take turns on the turn folder's lock: the second then
+    finds every path back and reports it as already restored, instead of
+    both restoring the same paths (each claiming them) and one rewriting the
+    inline pre-images (``rollback-pre/``) the other is copying from."""
     root = os.path.realpath(root)
     folder = turn_dir(root, turn_id)
+    lock = lock_call(folder, wait=True) if os.path.isdir(folder) else None
+    try:
+        return _rollback(root, folder, turn_id)
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def _rollback(root: str, folder: str, turn_id: str) -> RollbackReport:
     report = RollbackReport(turn_id)
     changes: list[Change] = []
     bad: list[str] = []

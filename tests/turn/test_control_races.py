@@ -1,0 +1,159 @@
+"""Control requests that race on one turn, on the real dev server with an
+in-process worker and real files: an approve and a reject sent at the same
+moment (updates, signals, two CLI processes), two rollbacks at once, and one
+turn id started twice (at once, and again after the first finished). Each
+race must have one clear outcome: one decision, one restore, one execution."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from core.contracts import ApprovalDecision, Policy, ToolStatus, TurnInput, TurnResult, TurnStatus
+from runtime.api import TurnClient, TurnProblem
+from runtime.worker import build_worker
+from tests.processes import run_client, server_address
+from tests.support import call, turn
+from tests.turn.test_approval import start, wait_paused
+from workflows.turn import AgentTurnWorkflow
+
+FILES = [f"f{i}.txt" for i in range(12)]
+
+
+def writes(workspace: Path, task_queue: str, *, mode: str = "ask-writes", text: str = "new\n") -> TurnInput:
+    calls = [call(i, "write_file", path=name, content=text) for i, name in enumerate(FILES)]
+    return turn(workspace, task_queue, calls, prefix="race", policy=Policy(mode=mode))  # type: ignore[arg-type]
+
+
+def seed(workspace: Path) -> None:
+    """Back to before any turn: the files the batches create do not exist."""
+    for name in FILES:
+        (workspace / name).unlink(missing_ok=True)
+
+
+def contents(workspace: Path) -> set[str | None]:
+    return {(workspace / name).read_text() if (workspace / name).exists() else None for name in FILES}
+
+
+async def test_approve_and_reject_at_once_one_decision_wins(client: Client, workspace: Path, task_queue: str) -> None:
+    seed(workspace)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        for _ in range(4):  # the winner differs from round to round; each round must be consistent
+            t = writes(workspace, task_queue)
+            handle = await start(client, t)
+            digest = (await wait_paused(handle)).batch_digest
+
+            def decision(who: str, approve: bool) -> ApprovalDecision:
+                return ApprovalDecision(batch_digest=digest, approve=approve, approver=who)
+
+            # Updates through the client API (as `agent-turn approve` sends
+            # them) racing raw signals (as the Web UI sends them).
+            outcomes = await asyncio.gather(
+                TurnClient(client).approve(t.turn_id, approver="u-yes", digest=digest),
+                TurnClient(client).reject(t.turn_id, approver="u-no", digest=digest),
+                handle.signal(AgentTurnWorkflow.approve, decision("s-yes", True)),
+                handle.signal(AgentTurnWorkflow.reject, decision("s-no", False)),
+                return_exceptions=True,
+            )
+            result: TurnResult = await handle.result()
+            decided = result.decision
+            assert decided is not None
+            accepted = [o for o in outcomes[:2] if isinstance(o, ApprovalDecision)]
+            # Every losing update is told so in the turn's terms, never with
+            # the server's raw "unexpected workflow task failure".
+            told = [str(o.cause) if isinstance(o, WorkflowUpdateFailedError) else str(o) for o in outcomes[:2]
+                    if isinstance(o, (WorkflowUpdateFailedError, TurnProblem))]
+            assert len(accepted) + len(told) == 2, outcomes
+            assert all(any(w in m for w in ("already decided", "not waiting", "too late")) for m in told), told
+            assert len(accepted) == (1 if decided.via == "update" else 0), (outcomes, decided)
+            if accepted:
+                assert accepted[0].approver == decided.approver and accepted[0].approve == decided.approve
+            assert decided.approver == {True: {"update": "u-yes", "signal": "s-yes"},
+                                        False: {"update": "u-no", "signal": "s-no"}}[decided.approve][decided.via]
+            if decided.approve:
+                assert result.status == TurnStatus.COMPLETED and contents(workspace) == {"new\n"}
+                assert all(r.status == ToolStatus.OK for r in result.results)
+            else:  # nothing ran after the reject
+                assert result.status == TurnStatus.REJECTED and contents(workspace) == {None}
+                assert all(r.status == ToolStatus.DENIED for r in result.results)
+            seed(workspace)
+
+
+async def test_approve_and_reject_from_two_cli_processes(client: Client, workspace: Path, task_queue: str) -> None:
+    seed(workspace)
+    address = server_address(client)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        t = writes(workspace, task_queue)
+        handle = await start(client, t)
+        await wait_paused(handle)
+        yes, no = await asyncio.gather(
+            asyncio.to_thread(run_client, "--address", address, "approve", t.turn_id, "--approver", "cli-yes"),
+            asyncio.to_thread(run_client, "--address", address, "reject", t.turn_id, "--approver", "cli-no", "--reason", "no"),
+        )
+        result: TurnResult = await handle.result()
+    assert result.decision is not None
+    winner, loser = (yes, no) if result.decision.approve else (no, yes)
+    assert winner.returncode in (0, 3), winner.stdout + winner.stderr  # 3: the batch was rejected
+    # The loser hears that it lost: refused by the paused turn, or too late
+    # for a turn the winner already finished (not "no such turn").
+    said = loser.stdout + loser.stderr
+    assert loser.returncode == 1 and any(w in said for w in ("already decided", "not waiting", "too late")), said
+    assert "no turn" not in said
+    assert result.decision.approver == ("cli-yes" if result.decision.approve else "cli-no")
+    assert contents(workspace) == ({"new\n"} if result.decision.approve else {None})
+
+
+async def test_two_rollbacks_at_once_restore_each_file_once(client: Client, workspace: Path, task_queue: str) -> None:
+    seed(workspace)
+    turns = TurnClient(client)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        t = writes(workspace, task_queue, mode="auto")
+        handle = await start(client, t)
+        # While the turn runs, a rollback is refused and says why.
+        early = await asyncio.gather(turns.rollback(t.turn_id), return_exceptions=True)
+        done = await handle.result()
+        assert done.status == TurnStatus.COMPLETED and contents(workspace) == {"new\n"}
+        first, second = await asyncio.gather(turns.rollback(t.turn_id), turns.rollback(t.turn_id))
+    [refused] = early
+    if isinstance(refused, BaseException):
+        assert "still running" in str(refused)
+    assert contents(workspace) == {None}
+    for report in (first, second):
+        assert report.conflicts == [] and report.not_restorable == [], report.text
+    # Each file was put back by exactly one of them; the other found it back.
+    assert sorted(first.restored + second.restored) == sorted(FILES), (first.text, second.text)
+    assert sorted(first.already + second.already) == sorted(FILES), (first.text, second.text)
+
+
+async def test_one_turn_id_runs_its_batch_once(
+    client: Client, workspace: Path, task_queue: str, tmp_path: Path
+) -> None:
+    seed(workspace)
+    turns = TurnClient(client)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        t = writes(workspace, task_queue, mode="auto")
+        started = await asyncio.gather(turns.start_turn(t), turns.start_turn(t), return_exceptions=True)
+        handles = [s for s in started if not isinstance(s, BaseException)]
+        assert len(handles) == 1 and isinstance([s for s in started if s not in handles][0], WorkflowAlreadyStartedError)
+        assert (await handles[0].result()).status == TurnStatus.COMPLETED
+        # The same id after the first run completed: a second batch under it
+        # would share the first one's records (rollback, applied calls).
+        again = t.model_copy(update={"tool_calls": writes(workspace, task_queue, text="again\n").tool_calls})
+        with pytest.raises(WorkflowAlreadyStartedError):
+            await turns.start_turn(again)
+        batch = tmp_path / "calls.json"
+        batch.write_text(json.dumps([{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                                 for c in again.tool_calls]))
+        cli = await asyncio.to_thread(
+            run_client, "--address", server_address(client), "run", "--workspace", str(workspace),
+            "--task-queue", task_queue, "--calls", str(batch), "--turn-id", t.turn_id, "--policy", "auto",
+        )
+    assert cli.returncode == 1 and f"a turn {t.turn_id} already exists" in cli.stderr, cli.stdout + cli.stderr
+    assert contents(workspace) == {"new\n"}
+    runs = [w async for w in client.list_workflows(f"WorkflowId = '{t.turn_id}'")]
+    assert len(runs) == 1
