@@ -120,15 +120,22 @@ def rollback_turn(root: str, turn_id: str) -> RollbackReport:
     attempt still runs) take turns on the turn folder's lock: the second then
     finds every path back and reports it as already restored, instead of
     both restoring the same paths (each claiming them) and one rewriting the
-    inline pre-images (``rollback-pre/``) the other is copying from."""
+    inline pre-images (``rollback-pre/``) the other is copying from.
+
+    It also waits for every call's own lock: an apply whose activity was
+    cancelled (the turn cancelled mid-apply) goes on copying in its thread,
+    and a rollback reading the journal meanwhile would find the paths not
+    yet copied "already" back, then see them land after it."""
     root = os.path.realpath(root)
     folder = turn_dir(root, turn_id)
-    lock = lock_call(folder, wait=True) if os.path.isdir(folder) else None
+    locks = [lock_call(folder, wait=True)] if os.path.isdir(folder) else []
     try:
+        locks += [lock_call(os.path.join(folder, name), wait=True) for name in call_folders(folder)]
         return _rollback(root, folder, turn_id)
     finally:
-        if lock is not None:
-            os.close(lock)
+        for fd in locks:
+            if fd is not None:
+                os.close(fd)
 
 
 def _rollback(root: str, folder: str, turn_id: str) -> RollbackReport:

@@ -20,6 +20,8 @@ from runtime.worker import build_worker
 from tests.processes import run_client, server_address
 from tests.support import call, turn
 from tests.turn.test_approval import start, wait_paused
+from tests.txn.support.helpers import needs_overlay
+from tests.txn.support.pipeline import bash_call
 from workflows.turn import AgentTurnWorkflow
 
 FILES = [f"f{i}.txt" for i in range(12)]
@@ -91,6 +93,7 @@ async def test_approve_and_reject_from_two_cli_processes(client: Client, workspa
         t = writes(workspace, task_queue)
         handle = await start(client, t)
         await wait_paused(handle)
+        early = await asyncio.to_thread(run_client, "--address", address, "rollback", t.turn_id)
         yes, no = await asyncio.gather(
             asyncio.to_thread(run_client, "--address", address, "approve", t.turn_id, "--approver", "cli-yes"),
             asyncio.to_thread(run_client, "--address", address, "reject", t.turn_id, "--approver", "cli-no", "--reason", "no"),
@@ -104,6 +107,8 @@ async def test_approve_and_reject_from_two_cli_processes(client: Client, workspa
     said = loser.stdout + loser.stderr
     assert loser.returncode == 1 and any(w in said for w in ("already decided", "not waiting", "too late")), said
     assert "no turn" not in said
+    # A rollback while the turn waits for its decision is refused, and says why.
+    assert early.returncode != 0 and "still running" in early.stdout + early.stderr, early.stdout + early.stderr
     assert result.decision.approver == ("cli-yes" if result.decision.approve else "cli-no")
     assert contents(workspace) == ({"new\n"} if result.decision.approve else {None})
 
@@ -157,3 +162,53 @@ async def test_one_turn_id_runs_its_batch_once(
     assert contents(workspace) == {"new\n"}
     runs = [w async for w in client.list_workflows(f"WorkflowId = '{t.turn_id}'")]
     assert len(runs) == 1
+
+
+async def test_rolling_back_an_earlier_turn_keeps_a_later_turns_change(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    auto = Policy(mode="auto")  # type: ignore[arg-type]
+    turns = TurnClient(client)
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        a = turn(workspace, task_queue, [call(0, "write_file", path="a.txt", content="A\n")], policy=auto)
+        await turns.run_turn(a)
+        b = turn(workspace, task_queue, [call(0, "read_file", path="a.txt"),
+                                         call(1, "edit_file", path="a.txt", old_string="A", new_string="B")],
+                 policy=auto)
+        assert not (await turns.run_turn(b)).results[1].is_error
+        kept = await turns.rollback(a.turn_id)
+        assert (workspace / "a.txt").read_text() == "B\n"  # B's change is not undone by A's rollback
+        undo_b = await turns.rollback(b.turn_id)
+        assert (workspace / "a.txt").read_text() == "A\n"
+        undo_a = await turns.rollback(a.turn_id)  # now A's own state is current again: it goes
+    assert kept.restored == [] and [c for c in kept.conflicts if "a.txt" in c], kept.text
+    assert undo_b.restored == ["a.txt"] and undo_a.restored == ["a.txt"], (undo_b.text, undo_a.text)
+    assert not (workspace / "a.txt").exists()
+
+
+@needs_overlay
+async def test_a_rollback_after_a_cancel_during_apply_leaves_nothing_behind(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    # Enough new files (under the gate's 1000) that applying them takes a
+    # while: the cancel lands while the worker's apply thread copies them in.
+    (workspace / "gen.py").write_text("import os\nos.mkdir('d')\nfor i in range(900):\n"
+                                      "    open(f'd/{i}', 'w').write(str(i) * 30000)\n")
+    t = turn(workspace, task_queue, [bash_call("python3 gen.py")], policy=Policy(mode="auto"))  # type: ignore[arg-type]
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await start(client, t)
+        for _ in range(1200):  # the apply has begun once the folder shows up
+            if (workspace / "d").exists():
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the changeset was never applied")
+        await handle.cancel()
+        # The turn ends either way (the cancelled apply is reported as "may
+        # or may not have run"); the apply thread on the worker goes on.
+        await asyncio.gather(handle.result(), return_exceptions=True)
+        report = await TurnClient(client).rollback(t.turn_id)
+        await asyncio.sleep(2)  # anything still being applied would land now
+    left = sorted(p.name for p in (workspace / "d").iterdir()) if (workspace / "d").exists() else []
+    assert left == [] and not (workspace / "d").exists(), (len(left), report.text[:500])
+    assert report.conflicts == [], report.text[:500]
