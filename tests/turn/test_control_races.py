@@ -116,23 +116,27 @@ async def test_approve_and_reject_from_two_cli_processes(client: Client, workspa
 async def test_two_rollbacks_at_once_restore_each_file_once(client: Client, workspace: Path, task_queue: str) -> None:
     seed(workspace)
     turns = TurnClient(client)
+    address = server_address(client)
     async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
         t = writes(workspace, task_queue, mode="auto")
-        handle = await start(client, t)
-        # While the turn runs, a rollback is refused and says why.
-        early = await asyncio.gather(turns.rollback(t.turn_id), return_exceptions=True)
-        done = await handle.result()
-        assert done.status == TurnStatus.COMPLETED and contents(workspace) == {"new\n"}
+        assert (await turns.run_turn(t)).status == TurnStatus.COMPLETED and contents(workspace) == {"new\n"}
         first, second = await asyncio.gather(turns.rollback(t.turn_id), turns.rollback(t.turn_id))
-    [refused] = early
-    if isinstance(refused, BaseException):
-        assert "still running" in str(refused)
+        assert contents(workspace) == {None}
+        # The same from two CLI processes, on a second turn.
+        t2 = writes(workspace, task_queue, mode="auto")
+        await turns.run_turn(t2)
+        cli = await asyncio.gather(*(asyncio.to_thread(run_client, "--address", address, "rollback", t2.turn_id)
+                                     for _ in range(2)))
     assert contents(workspace) == {None}
     for report in (first, second):
         assert report.conflicts == [] and report.not_restorable == [], report.text
     # Each file was put back by exactly one of them; the other found it back.
     assert sorted(first.restored + second.restored) == sorted(FILES), (first.text, second.text)
     assert sorted(first.already + second.already) == sorted(FILES), (first.text, second.text)
+    said = sorted(c.stdout for c in cli)
+    assert all(c.returncode == 0 for c in cli), said
+    assert "restored 0 path(s)" in said[0] and f"{len(FILES)} path(s) were already" in said[0], said
+    assert f"restored {len(FILES)} path(s)" in said[1], said
 
 
 async def test_one_turn_id_runs_its_batch_once(
@@ -212,3 +216,23 @@ async def test_a_rollback_after_a_cancel_during_apply_leaves_nothing_behind(
     left = sorted(p.name for p in (workspace / "d").iterdir()) if (workspace / "d").exists() else []
     assert left == [] and not (workspace / "d").exists(), (len(left), report.text[:500])
     assert report.conflicts == [], report.text[:500]
+
+
+async def test_a_decision_sent_before_the_timeout_wins_when_both_wait_for_the_worker(
+    client: Client, workspace: Path, task_queue: str
+) -> None:
+    # The person approves (as a signal: no worker needs to answer) while no
+    # worker runs; the approval timeout then passes too. The worker that
+    # comes back finds both in the history, the approval first.
+    seed(workspace)
+    t = writes(workspace, task_queue)
+    t.policy.approval_timeout_seconds = 4  # type: ignore[union-attr]
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        handle = await start(client, t)
+        digest = (await wait_paused(handle)).batch_digest
+    decision = await TurnClient(client).approve(t.turn_id, approver="alice", digest=digest, signal=True)
+    await asyncio.sleep(6)  # the timeout's timer fires on the server meanwhile
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        result: TurnResult = await handle.result()
+    assert result.decision is not None and (result.decision.approver, result.decision.via) == ("alice", "signal")
+    assert result.status == TurnStatus.COMPLETED and contents(workspace) == {"new\n"}, decision
