@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.contracts import ApprovalDecision, DecisionRecord, PendingCall, Policy, TurnOptions, TurnProgress, TurnStatus, Workspace
@@ -111,14 +113,24 @@ async def start_session(
     if problem:
         raise SessionError(f"session {session_id} was not started: {problem}")
     attributes = await session_attributes(client, session.workspace.root)
-    await client.start_workflow(
-        SESSION_WORKFLOW,
-        session,
-        id=session_id,
-        task_queue=workflow_task_queue or session.workspace.task_queue,
-        result_type=SessionResult,
-        **({"search_attributes": attributes} if attributes is not None else {}),
-    )
+    try:
+        await client.start_workflow(
+            SESSION_WORKFLOW,
+            session,
+            id=session_id,
+            task_queue=workflow_task_queue or session.workspace.task_queue,
+            result_type=SessionResult,
+            # Its turns are `<session id>/turn-N`, and the worker keys a turn's
+            # records by its id: a second session under a finished one's id
+            # would have its calls answered from the first one's records.
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            **({"search_attributes": attributes} if attributes is not None else {}),
+        )
+    except WorkflowAlreadyStartedError:
+        raise SessionError(
+            f"session {session_id} already exists (running or finished): nothing was started; "
+            "a new session needs a new id"
+        ) from None
     return session_id
 
 

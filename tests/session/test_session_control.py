@@ -187,3 +187,24 @@ def _running(marker: str) -> bool:
         except OSError:
             continue
     return False
+
+
+async def test_a_finished_sessions_id_is_not_started_again(
+    client: Client, workspace: Path, task_queue: str, model_server: ScriptedModelServer
+) -> None:
+    # Its turns would be `<id>/turn-1` ... again, and the worker keys a turn's
+    # records by its id: the second session's writes would be answered from
+    # the first one's records without running.
+    model_server.add(Reply(tool_calls=[tool("write_file", path="a.txt", content="one\n")]), Reply(text="done"))
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    start = dict(workspace=workspace, task_queue=task_queue, provider="openai", model="scripted-model",
+                 prompt="write", policy="auto")
+    async with build_worker(client, task_queue=task_queue, workspace=str(workspace)):
+        await sessions.start_session(client, session_id=sid, **start)
+        await sessions.wait_for_answer(client, sid, timeout=60)
+        await sessions.close(client, sid, "done")
+        model_server.add(Reply(tool_calls=[tool("write_file", path="a.txt", content="two\n")]), Reply(text="done"))
+        with pytest.raises(sessions.SessionError) as refused:
+            await sessions.start_session(client, session_id=sid, **start)
+    assert f"session {sid} already exists" in str(refused.value), refused.value
+    assert (workspace / "a.txt").read_text() == "one\n"
