@@ -1,8 +1,11 @@
 """Control requests that race on one turn, on the real dev server with an
 in-process worker and real files: an approve and a reject sent at the same
-moment (updates, signals, two CLI processes), two rollbacks at once, and one
-turn id started twice (at once, and again after the first finished). Each
-race must have one clear outcome: one decision, one restore, one execution."""
+moment (updates, signals, two CLI processes), two rollbacks at once (two
+clients, two CLI processes), a rollback while the turn waits, after a later
+turn changed the file, and right after a cancel during the apply; one turn id
+started twice (at once, and again after the first finished); an approval
+signalled while no worker ran, before the approval timeout passed. Each race
+must have one clear outcome: one decision, one restore, one execution."""
 
 from __future__ import annotations
 
