@@ -26,7 +26,8 @@ from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Sequence
 
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType, TaskQueueType
+from temporalio.api.enums.v1 import EventType, TaskQueueType, WorkflowTaskFailedCause
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import (
     DescribeTaskQueueRequest,
@@ -177,6 +178,37 @@ class StuckTask:
         )
 
 
+# Workflow task failures the server makes routinely, not the worker: a task
+# that tried to finish while new events (a signal, an update) arrived is
+# failed so that the next task sees them; a worker's sticky queue reset. The
+# next task follows at once: nothing is stuck.
+_ROUTINE_TASK_FAILURES = frozenset({
+    WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
+    WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_UPDATE,
+    WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_STICKY_TASK_QUEUE,
+})
+
+
+def stuck_task(turn_id: str, newest_first: Iterable[HistoryEvent], attempts: int) -> StuckTask | None:
+    """A running turn whose latest workflow task failed for a reason of the
+    worker (and none completed since), from its history, newest event first."""
+    for event in newest_first:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            return None
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            attrs = event.workflow_task_failed_event_attributes
+            if attrs.cause in _ROUTINE_TASK_FAILURES:
+                continue
+            return StuckTask(
+                turn_id=turn_id,
+                since=event.event_time.ToDatetime(),
+                cause=_cause_name(attrs.cause),
+                first_line=_first_line(attrs.failure.message),
+                attempts=attempts,
+            )
+    return None
+
+
 def _first_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[0][:300] if lines else "(no message)"
@@ -288,21 +320,8 @@ class TurnClient:
                 maximum_page_size=200,
             )
         )
-        for event in response.history.events:
-            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-                return None
-            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-                attrs = event.workflow_task_failed_event_attributes
-                pending = desc.raw_description.pending_workflow_task
-                cause = _cause_name(attrs.cause)
-                return StuckTask(
-                    turn_id=turn_id,
-                    since=event.event_time.ToDatetime(),
-                    cause=cause,
-                    first_line=_first_line(attrs.failure.message),
-                    attempts=max(pending.attempt, 1) if pending else 1,
-                )
-        return None
+        pending = desc.raw_description.pending_workflow_task
+        return stuck_task(turn_id, response.history.events, max(pending.attempt, 1) if pending else 1)
 
     async def status(self, turn_id: str) -> TurnProgress:
         """The turn's progress, or TurnStuck / TurnNotAnswering in words."""
@@ -513,8 +532,6 @@ def load_offloaded(result: TurnResult, workspace_root: str) -> TurnResult:
 
 
 def _cause_name(cause: int) -> str:
-    from temporalio.api.enums.v1 import WorkflowTaskFailedCause
-
     try:
         name = WorkflowTaskFailedCause.Name(cause)
     except ValueError:

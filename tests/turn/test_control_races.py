@@ -239,3 +239,32 @@ async def test_a_decision_sent_before_the_timeout_wins_when_both_wait_for_the_wo
         result: TurnResult = await handle.result()
     assert result.decision is not None and (result.decision.approver, result.decision.via) == ("alice", "signal")
     assert result.status == TurnStatus.COMPLETED and contents(workspace) == {"new\n"}, decision
+
+
+def test_a_task_the_server_failed_because_a_decision_arrived_is_not_a_stuck_turn() -> None:
+    """Two decisions at once: the server fails the task that tried to finish
+    while the second one arrived (unhandled command / update) and the next
+    task follows. The loser must be told who won, not that the turn is stuck;
+    a failure of the worker's own still is."""
+    from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause as Cause
+    from temporalio.api.history.v1 import HistoryEvent
+
+    from runtime.api import stuck_task
+
+    def failed(cause: int, message: str = "") -> HistoryEvent:
+        event = HistoryEvent(event_type=EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED)
+        event.workflow_task_failed_event_attributes.cause = cause
+        event.workflow_task_failed_event_attributes.failure.message = message
+        return event
+
+    completed = HistoryEvent(event_type=EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+    routine = [Cause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND, Cause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_UPDATE,
+               Cause.WORKFLOW_TASK_FAILED_CAUSE_RESET_STICKY_TASK_QUEUE]
+    for cause in routine:
+        assert stuck_task("t", [failed(cause), completed], 1) is None
+        assert stuck_task("t", [failed(cause)], 1) is None
+    broken = failed(Cause.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE, "boom\nat line 3")
+    found = stuck_task("t", [failed(routine[0]), broken, completed], 3)
+    assert found is not None and found.first_line == "boom" and found.attempts == 3
+    assert "workflow worker unhandled failure" in found.cause
+    assert stuck_task("t", [completed, broken], 1) is None
