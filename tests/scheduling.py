@@ -23,6 +23,7 @@ import pytest
 
 SLOWEST_FIRST = (
     "tests/session/test_session_crash.py::test_worker_killed_during_a_model_call_and_during_a_turn",
+    "tests/durability/test_session_random_kill.py::test_a_session_killed_at_random_moments_applies_and_reports_each_call_once",
     "tests/session/test_session_long.py::test_a_long_session_continues_as_new_and_stays_small",
     "tests/cli/test_client_cli.py::test_twenty_consecutive_runs_all_exit_zero",
     "tests/tools/test_limits.py::test_thousands_of_calls_complete_and_keep_every_result",

@@ -122,8 +122,8 @@ async def _kill_at_a_random_moment(rng: random.Random, server: ScriptedModelServ
     await asyncio.sleep(rng.uniform(0.0, 1.5))
     seen, streaming = len(server.requests), server.streams_in_progress
     worker.kill()
-    print(f"killed after {seen} model requests, {'mid-stream' if streaming else 'between streams'}"
-          f"{' (aimed after the stream)' if after_stream else ''}")
+    print(f"at {time.monotonic() - server.requests[0].received_at:.2f} s: killed after {seen} model requests, "
+          f"{'mid-stream' if streaming else 'between streams'}{' (aimed after the stream)' if after_stream else ''}")
     return seen
 
 
@@ -138,7 +138,6 @@ async def test_a_session_killed_at_random_moments_applies_and_reports_each_call_
     (workspace / "log.txt").write_text("line 0\n")
     (workspace / BIG).write_bytes(b"a line of text that is there to be scanned\n" * 2_000_000)
     address = server_address(client)
-    began = time.monotonic()
     worker = WorkerProcess(address, workspace, task_queue, tmp_path / "worker0.log").start()
     try:
         sid = await sessions.start_session(
@@ -155,6 +154,8 @@ async def test_a_session_killed_at_random_moments_applies_and_reports_each_call_
         await sessions.close(client, sid)
     finally:
         worker.stop()
+    t0 = scripted.requests[0].received_at
+    print("model requests at (s)", [round(r.received_at - t0, 2) for r in scripted.requests])
 
     assert view.state == SessionState.WAITING_FOR_USER and view.last_answer == FINAL, view
     # A model call retried after a kill is one call; so is a turn.
@@ -166,7 +167,7 @@ async def test_a_session_killed_at_random_moments_applies_and_reports_each_call_
     assert (workspace / "bash.log").read_text() == "ran\n"
 
     # The model's last request: each call once, in the scripted order, and
-    # right after each assistant message the results of its calls, once each.
+    # each call's result once, in the calls' order.
     final_request = scripted.requests[-1].body
     assert sum(1 for m in final_request["messages"] if m["role"] == "assistant") == len(STEPS)
     calls, results = _calls_and_results(final_request)
@@ -174,7 +175,6 @@ async def test_a_session_killed_at_random_moments_applies_and_reports_each_call_
     assert [call_id for call_id, _ in results] == [call_id for call_id, _, _ in calls]
     assert len({call_id for call_id, _ in results}) == len(CALLS)
     texts = [text for _, text in results]
-    print(f"{len(scripted.requests)} model requests;", [t.rsplit("[", 1)[-1] for t in texts])
     assert "line 0" in texts[0] and "line 1" not in texts[0]  # read before this turn's edit
     assert "created" in texts[4]
     assert all(t.count(f"line {n}") == 1 for t in [texts[9]] for n in range(4)) and "line 4" not in texts[9], texts[9]
