@@ -25,7 +25,7 @@ from core.session.contracts import SessionState
 from runtime import session_api as sessions
 from tests.model_server import Recorded, Reply, ScriptedModelServer, tool
 from tests.processes import WorkerProcess, server_address
-from tests.session.test_session_support import API_KEY
+from tests.session.test_session_support import serving
 
 BIG = "big.txt"  # 80 MB of text: a read near its end scans for a while, so a kill can land mid-turn
 # Captured (copy-on-write), so a command lost with its worker runs again,
@@ -64,15 +64,8 @@ def _answer(request: Recorded, index: int) -> Reply:
 
 @pytest.fixture
 def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModelServer]:
-    server = ScriptedModelServer(_answer).start()
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-        monkeypatch.setenv(name, API_KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-    try:
+    with serving(monkeypatch, _answer) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _text(content: Any) -> str:

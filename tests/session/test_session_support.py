@@ -4,11 +4,12 @@ the environment the way a real worker reads it."""
 from __future__ import annotations
 
 import asyncio
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
-from tests.model_server import ScriptedModelServer
+from tests.model_server import Script, ScriptedModelServer
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -18,9 +19,10 @@ if TYPE_CHECKING:
 API_KEY = "sk-test-secret-never-in-history"
 
 
-@pytest.fixture
-def model_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModelServer]:
-    server = ScriptedModelServer().start()
+@contextmanager
+def serving(monkeypatch: pytest.MonkeyPatch, script: Script | None = None) -> Iterator[ScriptedModelServer]:
+    """A scripted model server, named in the environment the worker processes inherit."""
+    server = ScriptedModelServer(script).start()
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
@@ -29,6 +31,12 @@ def model_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModelServe
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def model_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModelServer]:
+    with serving(monkeypatch) as server:
+        yield server
 
 
 async def session_paused(client: "Client", sid: str) -> "SessionView":
