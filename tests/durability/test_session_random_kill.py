@@ -47,7 +47,8 @@ def _slow_read() -> Any:
 # Reads first: they start while the model still streams (streaming
 # dispatch); the writes after them wait for the whole response.
 STEPS = [
-    [tool("read_file", path="log.txt"), _slow_read(), tool("write_file", path="new.txt", content="created\n"), _append(1)],
+    [tool("read_file", path="log.txt"), _slow_read(), tool("write_file", path="new.txt", content="created\n"),
+     _append(1)],
     [tool("read_file", path="new.txt"), _slow_read(), tool("bash", command=COMMAND), _append(2), _append(3)],
     [tool("read_file", path="log.txt"), tool("write_file", path="second.txt", content="second\n"), _append(4)],
 ]
