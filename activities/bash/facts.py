@@ -47,7 +47,7 @@ from core.paths import within
 from core.shell.facts import ALL_TOOLCHAINS, SPLIT_UNKNOWN, WorkspaceFacts, workspace_key
 from core.shell.paths import scratch
 from core.shell.environment import activated
-from core.shell.programs import link_roots, runs_python_module, system_program
+from core.shell.programs import link_roots, runs_python_module
 from core.shell.stdin_names import XARGS_SPLITS, names_from, pipeline_listings, split_at
 from core.shell.git_config import git_folders, program_keys
 from core.shell.command_plan import Pipeline
@@ -269,9 +269,11 @@ def _venvs(verdict: Verdict, root: str) -> dict[str, tuple[str, ...]] | None:
 
 def venv_programs(folder: str, root: str) -> tuple[str, ...] | None:
     """The programs the workspace chose in the virtual environment
-    ``folder``'s bin (every executable but a link to the system's own
-    program of that name); None when ``folder`` is not a virtual environment
-    inside ``root`` (activities.sandbox.environment.virtual_environment)."""
+    ``folder``'s bin: every executable, its python links to the system's
+    interpreter too (that interpreter starts with the venv's site-packages,
+    whose ``.pth`` files run, so it is the workspace's program there); None
+    when ``folder`` is not a virtual environment inside ``root``
+    (activities.sandbox.environment.virtual_environment)."""
     if not virtual_environment(folder, root):
         return None
     bin_folder = os.path.join(folder, "bin")
@@ -287,8 +289,6 @@ def venv_programs(folder: str, root: str) -> tuple[str, ...] | None:
         path = os.path.join(bin_folder, name)
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             continue  # not run by name from PATH (the activate scripts themselves)
-        if os.path.islink(path) and system_program(name, os.path.realpath(path)):
-            continue  # venv's own interpreter links: the system program, judged by its name
         programs.append(name)
     return tuple(programs)
 

@@ -51,6 +51,10 @@ KNOWN_ENV: dict[str, str] = {
     # order with stderr (both go to one pipe).
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONUNBUFFERED": "1",
+    # No user site: HOME is in the scratch /tmp that later calls share, and
+    # a `.pth` file one command leaves there would run in every later Python
+    # (an allowed, read-only `python3 -m json.tool` included).
+    "PYTHONNOUSERSITE": "1",
 }
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -252,7 +252,8 @@ def make_venv(folder: Path) -> Path:
 def test_a_real_virtual_environment_is_activated_for_the_later_parts(ws: Path) -> None:
     make_venv(ws / ".venv")
     v = validate_in_workspace("source .venv/bin/activate && python --version", str(ws))
-    assert v.verdict == "allow" and "activates the virtual environment `.venv`" in v.reason, v
+    # planned, and asking: the venv's python starts with the venv's site-packages (workspace code)
+    assert v.verdict == "ask" and v.plan is not None and "`python`" in v.reason, v
     assert validate_in_workspace(". .venv/bin/activate && python -m pytest -q", str(ws)).verdict == "ask"
     make_venv(ws / "proj" / ".venv")
     v = validate_in_workspace("cd proj && source .venv/bin/activate && python manage.py check", str(ws))

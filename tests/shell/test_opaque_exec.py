@@ -185,7 +185,7 @@ async def test_activation_puts_the_venv_first_for_the_later_parts(workspace: Pat
     assert "SOURCED" not in result.output
     command = ". .venv/bin/activate && python --version && printenv VIRTUAL_ENV_PROMPT PYTHONHOME || echo no-home"
     result = await _run(workspace, command)
-    assert result.metadata["verdict"] == "allow", result.output  # the system interpreter, by its own rules
+    assert result.metadata["verdict"] == "ask", result.output  # the venv's python: a workspace program
     assert result.output.startswith("Python 3."), result.output
     assert "(.venv)" in result.output and "no-home" in result.output, result.output
 
@@ -225,6 +225,33 @@ async def test_the_venv_activated_is_the_one_in_the_folder_the_activation_ran_in
     result = await _run(workspace, command)
     assert result.status == ToolStatus.OK, result.output
     assert result.output.split() == [str(top.resolve())] * 2, result.output
+
+
+async def test_a_python_start_file_left_in_the_shared_home_never_runs(workspace: Path) -> None:
+    """HOME is in the scratch /tmp that later calls share: a `.pth` file an
+    earlier command leaves in its user site would run in every later Python,
+    an allowed `python3 -m json.tool` (only reads) among them."""
+    (workspace / "x.json").write_text('{"a": 1}\n')
+    plant = ("import os, site, sys; d = site.getusersitepackages(); os.makedirs(d, exist_ok=True); "
+             "open(os.path.join(d, 'x.pth'), 'w').write('import sys; print(\\'PLANTED\\')\\n')")
+    planted = await _run(workspace, f'python3 -c "{plant}"')
+    assert planted.status == ToolStatus.OK, planted.output
+    result = await _run(workspace, "python3 -m json.tool x.json")
+    assert result.metadata["verdict"] == "allow" and '"a": 1' in result.output, result.output
+    assert "PLANTED" not in result.output, result.output
+
+
+@needs_system_python
+async def test_an_activated_venvs_site_packages_make_its_python_a_workspace_program(workspace: Path) -> None:
+    """The venv's python is the system's, but it starts with the venv's
+    site-packages, whose `.pth` files run: nothing after the activation
+    that starts it is only a read."""
+    folder = _venv(workspace)
+    (workspace / "x.json").write_text('{"a": 1}\n')
+    for site_packages in folder.glob("lib/python3*/site-packages"):
+        (site_packages / "x.pth").write_text("import sys; print('PLANTED')\n")
+    command = "source .venv/bin/activate && python3 -m json.tool x.json"
+    assert validate_in_workspace(command, str(workspace)).verdict == "ask"
 
 
 def test_the_executor_activates_only_a_virtual_environment_inside_the_workspace(workspace: Path) -> None:
