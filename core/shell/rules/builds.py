@@ -236,11 +236,32 @@ def _h_pip(name: str, args: list[str]) -> J:
     return _h_ask(name, args)
 
 
+# unzip's modes that only read the archive (unzip(1)): -l / -v list it, -t
+# tests it in memory, -z prints its comment, -c / -p extract to standard
+# output; -q quietens and -C matches names case-insensitively. Without one of
+# these modes unzip extracts; every other letter (-d, -o, -f, -u, the -T that
+# sets the archive's time stamp, -M's pager, a `-` that negates, zipinfo's -Z)
+# asks, wherever it stands (unzip reads options after the archive name too).
+_UNZIP_READS = opts("lvtzcpqC")
+
+
+def _h_unzip(name: str, args: list[str]) -> J:
+    if is_version_query(args):
+        return _h_ask(name, args)
+    bad, operands = scan(args, _UNZIP_READS)
+    flags = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    # unzip 6 has no long options: a `--word` is read letter by letter
+    long_words = any(a.startswith("--") for a in args)
+    if bad is None and operands and any(m in flags for m in "lvtzcp") and not long_words:
+        return allow(f"`{name} -{flags}` only reads the archive")
+    return _h_ask(name, args)
+
+
 HANDLERS: dict[str, Handler] = dict.fromkeys(_ASK_REASONS, _h_ask)
 HANDLERS.update({
     "pip": _h_pip, "pip3": _h_pip,
     "make": _h_make, "gmake": _h_make, "cargo": _h_cargo, "npm": _h_npm, "npx": _h_npm, "pnpm": _h_npm,
-    "yarn": _h_npm, "go": _h_go, "tar": _h_tar, "zip": _h_zip, "rtk": _h_rtk,
+    "yarn": _h_npm, "go": _h_go, "tar": _h_tar, "zip": _h_zip, "unzip": _h_unzip, "rtk": _h_rtk,
 })
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
@@ -273,6 +294,21 @@ CASES: list[tuple[str, str, str | None]] = [
     ("rtk rg -n x src", "ask", None),
     ("rtk bash <<'EOF'\nrm -rf ~\nEOF", "ask", None),
     ("uv run rm -rf /", "reject", "outside the workspace"),
+    # unzip's listing modes only read the archive; every other mode extracts
+    ("unzip -l books/a.epub", "allow", "only reads the archive"),
+    ("unzip -lq a.zip", "allow", "only reads the archive"),
+    ("unzip -t a.zip", "allow", "only reads the archive"),
+    ("unzip -v a.zip", "allow", "only reads the archive"),
+    ("unzip -p a.zip doc/x.txt", "allow", "only reads the archive"),
+    ("unzip a.zip", "ask", "extracts archives"),
+    ("unzip -l a.zip -d out", "ask", "extracts archives"),  # options may follow the archive
+    ("unzip -lo a.zip", "ask", "extracts archives"),
+    ("unzip -T a.zip", "ask", "extracts archives"),  # sets the archive's time stamp
+    ("unzip -Z -1 a.zip", "ask", "extracts archives"),  # zipinfo's own options are not modelled
+    ("unzip -l- a.zip", "ask", "extracts archives"),  # a `-` negates options
+    ("unzip -l a.zip --help", "ask", "extracts archives"),
+    ("unzip -l /etc/a.zip", "ask", "outside the workspace"),
+    ("unzip -l ../a.zip", "ask", "outside the workspace"),
     ("pip install requests", "ask", None),
     ("pip list", "ask", "only reads what is installed"),  # allowed where no toolchain file (facts)
     ("pip list --format=freeze --exclude-editable", "ask", "only reads"),
