@@ -252,7 +252,8 @@ def _h_unzip(name: str, args: list[str]) -> J:
     flags = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
     # unzip 6 has no long options: a `--word` is read letter by letter
     long_words = any(a.startswith("--") for a in args)
-    if bad is None and operands and any(m in flags for m in "lvtzcp") and not long_words:
+    # no archive: unzip prints its usage (under xargs, the archives come from stdin)
+    if bad is None and any(m in flags for m in "lvtzcp") and not long_words:
         return allow(f"`{name} -{flags}` only reads the archive")
     return _h_ask(name, args)
 

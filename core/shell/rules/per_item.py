@@ -146,6 +146,10 @@ CASES: list[tuple[str, str, str | None]] = [
     ("echo /etc/passwd | xargs cat", "ask", "file names"),
     ("cat list.txt | xargs head -5", "ask", "file names"),
     ("xargs cat < list.txt", "ask", "file names"),
+    # a listing unzip only reads the archives named on stdin; an extracting one writes
+    ("ls *.zip | xargs -n1 unzip -l", "ask", "words read from stdin"),
+    ("ls *.zip | xargs -n1 unzip", "reject", "would change files"),
+    ("find . -name '*.epub' -exec unzip -l {} \\;", "allow", "only reads the archive"),
     ("printf '/etc/passwd\\0' | sort --files0-from=-", "ask", "file names"),
     ("echo /etc/passwd | file -f -", "ask", "file names"),
     ("find . -name '*.py' | grep -v test | head -20 | xargs wc -l", "allow", None),
