@@ -253,6 +253,10 @@ def _h_unzip(name: str, args: list[str]) -> J:
     # unzip 6 has no long options: a `--word` is read letter by letter
     long_words = any(a.startswith("--") for a in args)
     # no archive: unzip prints its usage (under xargs, the archives come from stdin)
+    # a wildcard in the archive name is matched by unzip itself, past the
+    # shell and so past the path checks (a planted `a.zip -> /elsewhere` matches)
+    if operands and any(c in operands[0] for c in "*?["):
+        return ask(f"`{name}` matches the archive name `{operands[0]}` itself: which files it opens is not checked")
     if bad is None and any(m in flags for m in "lvtzcp") and not long_words:
         return allow(f"`{name} -{flags}` only reads the archive")
     return _h_ask(name, args)
@@ -310,6 +314,9 @@ CASES: list[tuple[str, str, str | None]] = [
     ("unzip -l a.zip --help", "ask", "extracts archives"),
     ("unzip -l /etc/a.zip", "ask", "outside the workspace"),
     ("unzip -l ../a.zip", "ask", "outside the workspace"),
+    ("unzip -l '*.zip'", "ask", "matches the archive name"),  # unzip expands it, past the path checks
+    ("unzip -p 'a?.zip' x.txt", "ask", "matches the archive name"),
+    ("unzip -p a.zip 'doc/*.txt'", "allow", "only reads the archive"),  # members, inside the archive
     ("pip install requests", "ask", None),
     ("pip list", "ask", "only reads what is installed"),  # allowed where no toolchain file (facts)
     ("pip list --format=freeze --exclude-editable", "ask", "only reads"),
