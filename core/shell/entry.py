@@ -42,22 +42,26 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
 
 def _env(s: str, facts: WorkspaceFacts | None) -> dict[str, str]:
     env = dict(KNOWN_ENV)
+    # Read without quotes and backslashes: `ex''port`, `e"x"port`, `un\\set`
+    # and `c''d` are the same builtins to bash (and to the validator's words).
+    plain = s.translate(_QUOTING)
     if facts is not None:
         env.update(facts.env)
-        if "cd" in s:
+        if "cd" in plain:
             env.pop("PWD", None)  # the folder changes during the command
-    if "activate" in s:  # `source DIR/bin/activate` sets these for the parts after it
+    if "activate" in plain:  # `source DIR/bin/activate` sets these for the parts after it
         for name in (*ACTIVATE_SETS, *ACTIVATE_UNSETS):
             env.pop(name, None)
-    if "export" in s or "unset" in s:
+    if "export" in plain or "unset" in plain:
         # A variable the command exports or unsets has another value in the
         # parts after it: its `$NAME` is not known before the command runs.
-        for span in _ENV_CHANGES.finditer(s):
+        for span in _ENV_CHANGES.finditer(plain):
             for name in NAME.findall(span.group(1)):
                 env.pop(name, None)
     return env
 
 
+_QUOTING = str.maketrans("", "", "'\"\\\\")
 _ENV_CHANGES = re.compile(r"\b(?:export|unset)\b([^;&|\n)]*)")
 
 

@@ -235,6 +235,11 @@ CASES: list[tuple[str, str, str | None]] = [
     # In a script the validator cannot plan (a loop), the same names stay fixed.
     ("for f in *.py; do unset GIT_CONFIG_GLOBAL; git log -1 -- $f; done", "reject", "unsetting"),
     ("for f in *.py; do unset CI; wc -l $f; done", "ask", "opaque"),
+    # A builtin's name written with quotes or a backslash is the same builtin:
+    # the `$NAME` after it is not its value before the command.
+    ("ex''port LANG=x && echo $LANG", "ask", "opaque: $LANG"),
+    ('e"x"port TERM=x && echo $TERM', "ask", "opaque: $TERM"),
+    ("un\\set TERM && echo $TERM", "ask", "opaque: $TERM"),
 ]
 
 # Run with facts where `.venv`, `proj/.venv` and `venv` are virtual environments

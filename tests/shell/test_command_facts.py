@@ -297,3 +297,10 @@ def test_a_folder_that_is_not_a_virtual_environment_inside_the_workspace_is_refu
     (ws / "out").symlink_to(outside)
     assert validate_in_workspace("source out/bin/activate && ls", str(ws)).verdict == "reject"
     assert validate_in_workspace(f"source {outside}/bin/activate && ls", str(ws)).verdict == "reject"
+
+
+def test_a_quoted_cd_makes_pwd_unknown_after_it(ws: Path) -> None:
+    (ws / "sub").mkdir()
+    # `c''d` is bash's cd: $PWD after it is not the workspace's path
+    v = validate_in_workspace("c''d sub && echo $PWD", str(ws))
+    assert str(ws) not in [w for c in v.plan.all_commands() for w in c.argv], v  # type: ignore[union-attr]
