@@ -114,9 +114,15 @@ def opened_as_host_file(workspace_root: str, real: str | None) -> str | None:
     if real is None:
         return None
     root = os.path.realpath(workspace_root)
-    for name in host_files.TOP_LEVEL:
+    try:
+        names = host_files.top_level(os.listdir(root))
+    except OSError:
+        names = list(host_files.TOP_LEVEL)
+    for name in names:
         if not os.path.islink(os.path.join(root, name)):
             continue
+        if os.path.realpath(os.path.join(root, name)) == root:  # a link to the top folder: every file is under it
+            return f"{name}/{real}"
         lands = resolved_path(workspace_root, name)
         if lands is None:
             continue

@@ -72,6 +72,10 @@ def judge(cap: Capture, changeset: Changeset, gate: EffectGate) -> Effects:
             st = reader.stat(rel)
             return reader.node(rel, st, content=False) if st is not None else None
 
-        return classify(changeset.changes, rules, kept, current)
+        try:  # the top folder's names a person's tool may open as a host-run file's
+            top = os.listdir(cap.workspace)
+        except OSError:
+            top = []
+        return classify(changeset.changes, rules, kept, current, top)
     finally:
         reader.close()

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 from core.tools.formatting import shown
+from core.turn import host_files
 from core.turn.host_files import RUNS_OUTSIDE, holds_host_run, host_run
 
 DEFAULT_CACHE_PATHS = (
@@ -158,6 +159,12 @@ def _leads_to(link: str, target: str, lookup: Callable[[str], NodeLike | None], 
     """What ``hit`` says of the first path on the way a symlink's target,
     followed through the symlinks the workspace will hold, takes ('' when
     nothing on the way is a hit)."""
+    return next((found for path in _way(link, target, lookup) if (found := hit(path))), "")
+
+
+def _way(link: str, target: str, lookup: Callable[[str], NodeLike | None]) -> Iterator[str]:
+    """Each path a symlink's target takes, followed through the symlinks the
+    workspace will hold, ending with where it lands (nothing after 40 hops)."""
     parts = _parts(posixpath.dirname(link)) if not target.startswith("/") else []
     pending = _parts(target)
     hops = 0
@@ -168,18 +175,16 @@ def _leads_to(link: str, target: str, lookup: Callable[[str], NodeLike | None], 
                 parts.pop()
             continue
         parts.append(comp)
-        found = hit("/".join(parts))
-        if found:
-            return found
+        yield "/".join(parts)
         node = lookup("/".join(parts))
         if node is not None and node.kind == "symlink":
             hops += 1
             if hops > 40:
-                return ""
+                return
             base = _parts(posixpath.dirname("/".join(parts))) if not node.target.startswith("/") else []
             parts = base
             pending = _parts(node.target) + pending
-    return ""
+    yield "/".join(parts)
 
 
 def classify(
@@ -187,6 +192,7 @@ def classify(
     rules: EffectRules = EffectRules(),
     kept: dict[str, float] | None = None,
     current: Callable[[str], "NodeLike | None"] | None = None,
+    top: Iterable[str] = (),
 ) -> Effects:
     """Sort a changeset's changes (see the module doc). ``current`` looks up
     a workspace node before the apply (for symlinks resolving into ``.git``)."""
@@ -206,6 +212,16 @@ def classify(
                and not in_git(c.path) and not is_cache(c.path, rules.cache_paths)}
     out = Effects()
     total_bytes = 0
+    # Host-run names at the top that are symlinks (``.envrc -> tools/env.sh``,
+    # ``.vscode -> cfg``, made before or by this command): the person's tool
+    # opens what they lead to, so a change there is a change of that file.
+    opened: list[tuple[str, str]] = []
+    for name in host_files.top_level(top):
+        node = lookup(name)
+        if node is not None and node.kind == "symlink":
+            way = list(_way(name, node.target, lookup))
+            if way:  # not a loop of links
+                opened.append((name, way[-1]))
     git_dirs: dict[str, bool] = {}
 
     def in_git_dir(path: str) -> str:
@@ -241,7 +257,9 @@ def classify(
             continue
         # Created or changed (a deletion runs nothing: judged below as one);
         # ahead of the caches, which are applied without a look.
-        host = (host_run(path) or (holds_host_run(path) if new.kind == "symlink" else "")) if new is not None else ""
+        host = (host_run(path) or (holds_host_run(path) if new.kind == "symlink" else "")
+                or next((why for name, lands in opened if (why := host_files.opened_as(path, name, lands))), "")
+                ) if new is not None else ""
         if host:
             out.other.append(path)
             out.destructive.append((path, f"{RUNS_OUTSIDE}: {host}"))

@@ -25,6 +25,9 @@ and files that run only when a person runs or debugs the project
 
 from __future__ import annotations
 
+import unicodedata
+from typing import Iterable
+
 DIRENV = "direnv runs .envrc in the user's shell on cd (at once in a folder direnv.toml whitelists)"
 VSCODE_TASKS = "VS Code runs a task marked runOn folderOpen when the folder opens"
 VSCODE_SETTINGS = "VS Code and its extensions run the programs workspace settings name (interpreter, tool and shell paths)"
@@ -41,7 +44,17 @@ _PROBES = ("tasks.json", "devcontainer.json", "workspace.xml")
 
 
 def _parts(path: str) -> list[str]:
-    return [p.lower() for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    return [_as_opened(p) for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+
+
+def _as_opened(name: str) -> str:
+    """``name`` as a person's file system may match it: case folded the
+    Unicode way (``ſ`` is ``s``, the Kelvin sign ``k``) after compatibility
+    normalization (a case-insensitive file system also ignores composition),
+    without the trailing dots and spaces Windows drops (``.envrc.`` opens
+    ``.envrc``). Folding more than a file system does only asks more."""
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return folded if folded in ("", ".", "..") else folded.rstrip(". ") or folded
 
 
 def host_run(path: str) -> str:
@@ -67,6 +80,24 @@ def host_run(path: str) -> str:
 # The host-run files and folders a tool looks for at the top of the folder
 # it opens: a symlink there that leads to a file makes that file one.
 TOP_LEVEL = (".envrc", ".vscode", ".devcontainer", ".devcontainer.json", ".idea", ".pre-commit-config.yaml")
+
+
+def top_level(names: Iterable[str]) -> list[str]:
+    """The entries of the workspace's top folder a tool opens as one of
+    ``TOP_LEVEL`` (``.VSCode`` on a case-insensitive file system), with
+    ``TOP_LEVEL`` itself."""
+    return [*TOP_LEVEL, *(n for n in names if n not in TOP_LEVEL and _as_opened(n) in TOP_LEVEL)]
+
+
+def opened_as(path: str, name: str, lands: str) -> str:
+    """What the tool runs when ``path`` changes and the top-level ``name`` is
+    a symlink that leads to ``lands`` (both relative to the workspace): the
+    ``host_run`` reason of the name it opens ``path`` by, or ''."""
+    if lands in ("", "."):  # a link to the top folder itself
+        return host_run(f"{name}/{path}")
+    if path == lands:
+        return host_run(name)
+    return host_run(f"{name}/{path[len(lands) + 1:]}") if path.startswith(lands + "/") else ""
 
 
 def holds_host_run(path: str) -> str:

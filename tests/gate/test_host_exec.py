@@ -46,7 +46,25 @@ def test_deleting_a_host_file_is_judged_as_a_deletion() -> None:
 
 
 HOST_FILES = [".envrc", "svc/.envrc", ".vscode/tasks.json", ".vscode/settings.json", ".devcontainer/devcontainer.json",
-              ".devcontainer.json", ".idea/workspace.xml", "./.VSCode/tasks.json", ".pre-commit-config.yaml"]
+              ".devcontainer.json", ".idea/workspace.xml", "./.VSCode/tasks.json", ".pre-commit-config.yaml",
+              # what a person's file system opens by the same name: Windows drops trailing dots and
+              # spaces; a case-insensitive one folds the long s and the Kelvin sign (U+017F, U+212A)
+              ".envrc.", ".envrc ", ".vscode./tasks.json", ".v\u017fcode/tasks.json",
+              ".vscode/tas\u212as.json"]
+
+
+def test_a_command_changing_what_an_existing_host_file_link_points_at() -> None:
+    """The link was already there (``.envrc -> tools/env.sh``, ``.vscode -> cfg``):
+    the command only changes the file it leads to, which the person's tool runs."""
+    from tests.gate.test_effects import N
+
+    current = {".envrc": N("symlink", 0o777, 0, "", "tools/env.sh"), ".vscode": N("symlink", 0o777, 0, "", "./cfg/")}
+    for path, why in (("tools/env.sh", "direnv"), ("cfg/tasks.json", "VS Code")):
+        rows = [(path, ("file", 0o644, 5, "1", ""), ("file", 0o644, 6, "2", ""))]
+        out = classify(_changes(rows), current=current.get)
+        assert out.destructive and why in out.destructive[0][1], (path, out)
+    rows = [("cfg/notes.md", None, ("file", 0o644, 5, "1", ""))]
+    assert not classify(_changes(rows), current=current.get).destructive
 
 
 @pytest.mark.parametrize("mode", ["auto", "ask-writes", "ask-all"])
@@ -115,6 +133,9 @@ async def test_a_write_file_of_vscode_tasks_under_auto_pauses(client: Client, wo
     ({".devcontainer": "dc"}, "dc/devcontainer.json", "initializeCommand"),
     ({".idea": "ide"}, "ide/runConfigurations/x.xml", "JetBrains"),
     ({".pre-commit-config.yaml": "ci/hooks.yaml"}, "ci/hooks.yaml", "pre-commit"),
+    ({".VSCode": "cfg"}, "cfg/tasks.json", "VS Code"),  # a case-insensitive file system opens it as .vscode
+    ({".envrc.": "tools/env.sh"}, "tools/env.sh", "direnv"),  # and Windows' as .envrc
+    ({".vscode": "."}, "tasks.json", "VS Code"),  # the top folder itself is .vscode
 ])
 def test_planning_asks_for_a_file_tool_writing_what_a_host_file_link_points_at(
     workspace: Path, links: dict[str, str], path: str, why: str
