@@ -261,7 +261,7 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
         if j.verdict == "allow" and facts is not None and facts.listed_links is not None:
             j = exec_linked(j, argv, facts, cwd)  # find -exec cat {} + opens the links it finds
     if env and j.verdict == "allow":
-        tuned = [a.name for a in env if not harmless_name(a.name)]
+        tuned = [a.name for a in env if not harmless_name(a.name, a.value)]
         if tuned:
             j = J("ask", f"{j.reason}; `{tuned[0]}` set for it may change what `{program}` does", None, j.destructive)
     if stdin_text is not None and j.verdict != "allow" and (

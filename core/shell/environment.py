@@ -98,8 +98,13 @@ def assignment_problem(name: str) -> J | None:
     return None
 
 
-def harmless_name(name: str) -> bool:
-    return name.upper() in _HARMLESS or name.startswith("LC_")
+def harmless_name(name: str, value: str = "") -> bool:
+    """Whether setting ``name`` to ``value`` only tunes output or locale. A
+    value with a `/` is a path, not a locale or zone name: gettext loads
+    message catalogs, the format strings a program prints with, from
+    LANGUAGE's and the locale's folders (``../../ws/x`` reaches workspace
+    files), and glibc reads a TZ file from wherever it names."""
+    return (name.upper() in _HARMLESS or name.startswith("LC_")) and "/" not in value
 
 
 def known_value(name: str, extra: dict[str, str] | None = None) -> str | None:
@@ -122,12 +127,12 @@ def judge_export(args: list[tuple[str, bool]]) -> J:
         if problem is not None:
             return problem
         names.append(name)
-    return _for_later_parts(names, "`export` sets `{}` for")
+    return _for_later_parts(names, "`export` sets `{}` for", [v.partition("=")[2] for v, _ in args])
 
 
-def _for_later_parts(names: list[str], change: str) -> J:
+def _for_later_parts(names: list[str], change: str, values: list[str] | None = None) -> J:
     """Allowed when every name only tunes output or locale, else asked."""
-    tuned = [n for n in names if not harmless_name(n)]
+    tuned = [n for n, v in zip(names, values or [""] * len(names)) if not harmless_name(n, v)]
     if tuned:
         return ask(f"{change.format(tuned[0])} the later parts, which may change what they do")
     return allow(f"{change.format(names[0])} the later parts (output or locale only)")
@@ -222,6 +227,13 @@ CASES: list[tuple[str, str, str | None]] = [
     ("export PYTHONPATH=src && python -m pytest -q", "ask", "sets `PYTHONPATH`"),
     ("export BASH_ENV=x && ls", "reject", "not allowed"),
     ("export FOO && ls", "reject", "only `export NAME=value`"),
+    # A locale value with a `/` is a path: gettext loads message catalogs
+    # (format strings the program prints with) from LANGUAGE's folders.
+    ("export LANGUAGE=../../../ws/x && ls missing", "ask", "sets `LANGUAGE`"),
+    ("LANGUAGE=../../../ws/x ls missing", "ask", "`LANGUAGE` set for it"),
+    ("LC_MESSAGES=/w/x ls missing", "ask", "`LC_MESSAGES` set for it"),
+    ("export TZ=/etc/shadow && date", "ask", "sets `TZ`"),
+    ("TZ=UTC LANGUAGE=de:fr ls", "allow", None),
     ("unset CI && ls", "allow", "removes `CI`"),
     ("unset -v NO_COLOR TERM && ls", "allow", "removes `NO_COLOR`"),
     ("unset VIRTUAL_ENV && uv run pytest -q", "ask", "removes `VIRTUAL_ENV`"),
