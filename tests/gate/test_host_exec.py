@@ -152,3 +152,23 @@ def test_planning_asks_for_a_file_tool_writing_what_a_host_file_link_points_at(
     decision = risk("write_file", Policy(mode="auto"), path=path)
     assert decision.action == "ask" and why in decision.reason and "outside the sandbox" in decision.reason, decision
     assert risk("write_file", Policy(mode="auto"), path="cfg/other.md").action == "allow"
+
+
+@needs_overlay
+@pytest.mark.parametrize("script", [
+    "mv cfg .vscode\n",  # a folder renamed into a host-run one
+    "ln tools/env.sh .envrc\n",  # a hard link is a new .envrc
+    "cp -al cfg .vscode\n",
+    "mkdir -p .Devcontainer && mv cfg/tasks.json .Devcontainer/devcontainer.json\n",
+    "echo x >> cfg/tasks.json\n",  # through the .vscode -> cfg link already there
+])
+async def test_a_captured_command_reaching_a_host_file_another_way_is_gated(workspace: Path, script: str) -> None:
+    (workspace / "cfg").mkdir()
+    (workspace / "cfg" / "tasks.json").write_text("{}\n")
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "env.sh").write_text("echo hi\n")
+    if script.startswith("echo"):
+        (workspace / ".vscode").symlink_to("cfg")
+    r = await run_script(workspace, script)
+    assert r.metadata["capture"] == "gated", (r.output, r.metadata)
+    assert "outside the sandbox" in r.metadata["gate_reason"], r.metadata["gate_reason"]
