@@ -27,13 +27,13 @@ from temporalio.exceptions import ApplicationError
 import core.turn.policy as policy_module
 import core.shell as shell_validator
 from activities.files.review import with_reviews
+from activities.workspace.host_links import host_run_links
 from core.contracts import Policy, ToolCall, TurnPlan
 import core.turn.planning as planning
 from core.turn.planning import make_plan, planned_arguments
 from core.names import PLAN_TURN_ACTIVITY
 from core.tools.specs import TOOLS
 from core.turn.effects import needs_network
-from core.turn import host_files
 from core.turn.policy import RiskDecision
 from activities.sandbox.settings import network_on_approval
 from core.shell import Verdict
@@ -106,19 +106,17 @@ def resolved_git_path(workspace_root: str, path: str) -> str | None:
     return rel if rel is not None and policy_module.inside_git_folder(rel) else None
 
 
-def opened_as_host_file(workspace_root: str, real: str | None) -> str | None:
+def opened_as_host_file(workspace_root: str, real: str | None, links: list[str] | None = None) -> str | None:
     """The name a tool on the person's machine opens the workspace file
-    ``real`` by (relative real path) through a symlink at the top of the
-    workspace (``.vscode -> cfg`` makes ``cfg/tasks.json`` VS Code's
-    ``.vscode/tasks.json``); None when no such link leads there."""
+    ``real`` by (relative real path) through a host-run symlink of the
+    workspace (``links``: activities.workspace.host_links; ``.vscode -> cfg``
+    makes ``cfg/tasks.json`` VS Code's ``.vscode/tasks.json``, ``svc/.envrc ->
+    ../tools/env.sh`` makes tools/env.sh an ``.envrc``); None when no such
+    link leads there."""
     if real is None:
         return None
     root = os.path.realpath(workspace_root)
-    try:
-        names = host_files.top_level(os.listdir(root))
-    except OSError:
-        names = list(host_files.TOP_LEVEL)
-    for name in names:
+    for name in host_run_links(root) if links is None else links:
         if not os.path.islink(os.path.join(root, name)):
             continue
         if os.path.realpath(os.path.join(root, name)) == root:  # a link to the top folder: every file is under it
@@ -139,6 +137,8 @@ def resolving_risk(decide: Callable[..., RiskDecision], workspace_root: str) -> 
     .git change it is; so does a write of a file a tool on the person's
     machine runs by itself, named or reached through a symlink."""
 
+    links: list[list[str]] = []  # the workspace's host-run links, walked once, at the first write
+
     def risk(tool: str, policy: Policy, bash: Verdict | None = None, path: str | None = None) -> RiskDecision:
         spec = TOOLS.get(tool)
         written = path if path is not None and spec is not None and spec.writes else None
@@ -148,8 +148,10 @@ def resolving_risk(decide: Callable[..., RiskDecision], workspace_root: str) -> 
             return decision
         if real is None:
             lands = None if written is None else resolved_path(workspace_root, written)
+            if written is not None and not links:
+                links.append(host_run_links(workspace_root))
             host = None if written is None else policy_module.host_file_risk(
-                tool, written, lands, opened_as_host_file(workspace_root, lands))
+                tool, written, lands, opened_as_host_file(workspace_root, lands, links[0]))
             return host or decision
         why = decision.reason if decision.action == "ask" and ".git" in decision.reason else (
             f"{tool} writes inside .git: hooks and config there run programs (asks in every mode)")

@@ -192,10 +192,11 @@ def classify(
     rules: EffectRules = EffectRules(),
     kept: dict[str, float] | None = None,
     current: Callable[[str], "NodeLike | None"] | None = None,
-    top: Iterable[str] = (),
+    links: Iterable[str] = (),
 ) -> Effects:
     """Sort a changeset's changes (see the module doc). ``current`` looks up
-    a workspace node before the apply (for symlinks resolving into ``.git``)."""
+    a workspace node before the apply (for symlinks resolving into ``.git``);
+    ``links``: the workspace's host-run symlinks before it."""
     changes = list(changes)
     kept = kept or {}
     after = {c.path: c.new for c in changes}
@@ -212,11 +213,13 @@ def classify(
                and not in_git(c.path) and not is_cache(c.path, rules.cache_paths)}
     out = Effects()
     total_bytes = 0
-    # Host-run names at the top that are symlinks (``.envrc -> tools/env.sh``,
-    # ``.vscode -> cfg``, made before or by this command): the person's tool
-    # opens what they lead to, so a change there is a change of that file.
+    # Host-run names that are symlinks (``.envrc -> tools/env.sh``, ``.vscode
+    # -> cfg``, ``svc/.envrc -> ../x.sh``; ``links``: those the workspace
+    # held before, as activities.workspace.host_links finds them): the
+    # person's tool opens what they lead to, so a change there is a change
+    # of that file.
     opened: list[tuple[str, str]] = []
-    for name in host_files.top_level(top):
+    for name in dict.fromkeys([*host_files.TOP_LEVEL, *links]):
         node = lookup(name)
         if node is not None and node.kind == "symlink":
             way = list(_way(name, node.target, lookup))

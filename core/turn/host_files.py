@@ -26,7 +26,6 @@ and files that run only when a person runs or debugs the project
 from __future__ import annotations
 
 import unicodedata
-from typing import Iterable
 
 DIRENV = "direnv runs .envrc in the user's shell on cd (at once in a folder direnv.toml whitelists)"
 VSCODE_TASKS = "VS Code runs a task marked runOn folderOpen when the folder opens"
@@ -80,13 +79,6 @@ def host_run(path: str) -> str:
 # The host-run files and folders a tool looks for at the top of the folder
 # it opens: a symlink there that leads to a file makes that file one.
 TOP_LEVEL = (".envrc", ".vscode", ".devcontainer", ".devcontainer.json", ".idea", ".pre-commit-config.yaml")
-
-
-def top_level(names: Iterable[str]) -> list[str]:
-    """The entries of the workspace's top folder a tool opens as one of
-    ``TOP_LEVEL`` (``.VSCode`` on a case-insensitive file system), with
-    ``TOP_LEVEL`` itself."""
-    return [*TOP_LEVEL, *(n for n in names if n not in TOP_LEVEL and _as_opened(n) in TOP_LEVEL)]
 
 
 def opened_as(path: str, name: str, lands: str) -> str:

@@ -136,6 +136,8 @@ async def test_a_write_file_of_vscode_tasks_under_auto_pauses(client: Client, wo
     ({".VSCode": "cfg"}, "cfg/tasks.json", "VS Code"),  # a case-insensitive file system opens it as .vscode
     ({".envrc.": "tools/env.sh"}, "tools/env.sh", "direnv"),  # and Windows' as .envrc
     ({".vscode": "."}, "tasks.json", "VS Code"),  # the top folder itself is .vscode
+    ({"svc/.envrc": "../tools/env.sh"}, "tools/env.sh", "direnv"),  # direnv runs any folder's .envrc
+    ({"app/.idea": "../ide"}, "ide/workspace.xml", "JetBrains"),  # a project opened in a subfolder
 ])
 def test_planning_asks_for_a_file_tool_writing_what_a_host_file_link_points_at(
     workspace: Path, links: dict[str, str], path: str, why: str
@@ -146,7 +148,8 @@ def test_planning_asks_for_a_file_tool_writing_what_a_host_file_link_points_at(
     from core.turn.policy import decide_risk
 
     for link, target in links.items():
-        (workspace / target).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / link).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / link).parent.joinpath(target).parent.mkdir(parents=True, exist_ok=True)
         (workspace / link).symlink_to(target)
     risk = resolving_risk(decide_risk, str(workspace))
     decision = risk("write_file", Policy(mode="auto"), path=path)
@@ -161,6 +164,7 @@ def test_planning_asks_for_a_file_tool_writing_what_a_host_file_link_points_at(
     "cp -al cfg .vscode\n",
     "mkdir -p .Devcontainer && mv cfg/tasks.json .Devcontainer/devcontainer.json\n",
     "echo x >> cfg/tasks.json\n",  # through the .vscode -> cfg link already there
+    "echo x >> tools/env.sh\n",  # through the svc/.envrc -> ../tools/env.sh link already there
 ])
 async def test_a_captured_command_reaching_a_host_file_another_way_is_gated(workspace: Path, script: str) -> None:
     (workspace / "cfg").mkdir()
@@ -169,6 +173,8 @@ async def test_a_captured_command_reaching_a_host_file_another_way_is_gated(work
     (workspace / "tools" / "env.sh").write_text("echo hi\n")
     if script.startswith("echo"):
         (workspace / ".vscode").symlink_to("cfg")
+        (workspace / "svc").mkdir()
+        (workspace / "svc" / ".envrc").symlink_to("../tools/env.sh")
     r = await run_script(workspace, script)
     assert r.metadata["capture"] == "gated", (r.output, r.metadata)
     assert "outside the sandbox" in r.metadata["gate_reason"], r.metadata["gate_reason"]

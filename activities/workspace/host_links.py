@@ -1,0 +1,47 @@
+"""The symlinks of a workspace that a tool on the person's machine opens as
+a file it runs by itself (core.turn.host_files): ``svc/.envrc ->
+../tools/env.sh`` makes tools/env.sh the script direnv runs on ``cd svc``,
+so a change of tools/env.sh is a change of that ``.envrc``. A workspace can
+arrive holding such links (git carries symlinks); one bounded walk finds them."""
+
+from __future__ import annotations
+
+import os
+
+from core.turn.host_files import holds_host_run
+
+MAX_ENTRIES = 200_000
+
+
+def host_run_links(root: str, limit: int = MAX_ENTRIES) -> list[str]:
+    """Workspace-relative paths of the symlinks named like a host-run file or
+    a folder that holds one, anywhere in ``root``. Past ``limit`` entries,
+    those of the top folder only (where the IDEs and dev containers look)."""
+    root = os.path.realpath(root)
+    found: list[str] = []
+    stack, seen = [root], 0
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > limit:
+                        return _top(root)
+                    if entry.is_symlink():
+                        rel = os.path.relpath(entry.path, root)
+                        if holds_host_run(rel):
+                            found.append(rel)
+                    elif entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:
+            continue  # gone or unreadable: nothing there for a tool to open either
+    return sorted(found)
+
+
+def _top(root: str) -> list[str]:
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    return sorted(n for n in names if os.path.islink(os.path.join(root, n)) and holds_host_run(n))
