@@ -65,7 +65,7 @@ ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _DENIED = frozenset(
     "PATH BASH_ENV ENV IFS PS4 PS1 PROMPT_COMMAND SHELLOPTS BASHOPTS GLOBIGNORE CDPATH BASH_XTRACEFD "
     "HOME TMPDIR PWD OLDPWD SHELL "
-    "PYTHONSTARTUP PYTHONINSPECT PYTHONHOME PYTHONEXECUTABLE PYTHONBREAKPOINT "
+    "PYTHONSTARTUP PYTHONINSPECT PYTHONHOME PYTHONEXECUTABLE PYTHONBREAKPOINT PYTHONNOUSERSITE PYTHONUSERBASE "
     "NODE_OPTIONS NODE_PATH PERL5OPT PERL5LIB PERLLIB PERL5DB RUBYOPT RUBYLIB "
     "JAVA_TOOL_OPTIONS _JAVA_OPTIONS JDK_JAVA_OPTIONS CLASSPATH "
     "EDITOR VISUAL PAGER MANPAGER LESSOPEN LESSCLOSE BROWSER SSH_ASKPASS SUDO_ASKPASS "
@@ -241,6 +241,10 @@ CASES: list[tuple[str, str, str | None]] = [
     ("unset GIT_CONFIG_GLOBAL && git status", "reject", "unsetting the environment variable"),
     ("unset PAGER && git log", "reject", "unsetting"),
     ("unset LD_PRELOAD && ls", "reject", "unsetting"),
+    # The user site stays off: a .pth file in the scratch HOME would run in this Python.
+    ("unset PYTHONNOUSERSITE && python3 -m json.tool a.json", "reject", "unsetting"),
+    ("PYTHONNOUSERSITE= python3 -m json.tool a.json", "reject", "not allowed"),
+    ("export PYTHONUSERBASE=/tmp/u && python3 -m json.tool a.json", "reject", "not allowed"),
     ("unset -f cd && ls", "reject", "only `unset NAME"),
     ("unset 'A B' && ls", "reject", "only `unset NAME"),
     ("unset -v && ls", "reject", "without a name"),
