@@ -52,6 +52,11 @@ def _env(s: str, facts: WorkspaceFacts | None) -> dict[str, str]:
     if "activate" in plain:  # `source DIR/bin/activate` sets these for the parts after it
         for name in (*ACTIVATE_SETS, *ACTIVATE_UNSETS):
             env.pop(name, None)
+    if "(" in plain or "function" in plain:
+        # `NAME=value f` sets it for a function's body, which the opaque
+        # reading judges where the function is defined: not known there.
+        for name in _ASSIGNED.findall(plain):
+            env.pop(name, None)
     if "export" in plain or "unset" in plain:
         # A variable the command exports or unsets has another value in the
         # parts after it: its `$NAME` is not known before the command runs.
@@ -62,6 +67,7 @@ def _env(s: str, facts: WorkspaceFacts | None) -> dict[str, str]:
 
 
 _QUOTING = str.maketrans("", "", "'\"\\\\")
+_ASSIGNED = re.compile(r"(?<![\w$-])([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _ENV_CHANGES = re.compile(r"\b(?:export|unset)\b([^;&|\n)]*)")
 
 

@@ -255,6 +255,8 @@ CASES: list[tuple[str, str, str | None]] = [
     # the `$NAME` after it is not its value before the command.
     ("ex''port LANG=x && echo $LANG", "ask", "opaque: $LANG"),
     ('e"x"port TERM=x && echo $TERM', "ask", "opaque: $TERM"),
+    # An assignment before a function's name is the environment of its body.
+    ("f() { rm -rf $TERM; }; TERM=/ f", "ask+destructive", "group, $TERM"),
     ("un\\set TERM && echo $TERM", "ask", "opaque: $TERM"),
 ]
 
