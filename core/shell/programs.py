@@ -212,9 +212,14 @@ def _toolchain(lname: str, fam: str, facts: WorkspaceFacts | None) -> str | None
     return f"`{file}` in the workspace selects the toolchain, so `{lname}` may run a program it names"
 
 
+# The interpreters judged by the python rule (rules/interpreters.py): each
+# imports `-m MODULE` from the folder it runs in first.
+_PYTHONS = frozenset(("python", "pypy", "pypy3"))
+
+
 def runs_python_module(argv: tuple[str, ...] | list[str]) -> bool:
     """Whether ``argv`` is ``python -m MODULE ...``, which imports from the folder it runs in first."""
-    return len(argv) > 2 and argv[1] == "-m" and family(argv[0].rsplit("/", 1)[-1].lower()) == "python"
+    return len(argv) > 2 and argv[1] == "-m" and family(argv[0].rsplit("/", 1)[-1].lower()) in _PYTHONS
 
 
 def _module_shadow(argv: tuple[str, ...], cwd: str | None, facts: WorkspaceFacts | None) -> str | None:

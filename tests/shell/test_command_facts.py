@@ -222,6 +222,9 @@ def test_python_m_json_tool_asks_where_a_file_could_stand_in_for_a_module_it_imp
         v = validate_in_workspace(command, str(ws))
         assert v.verdict == "ask" and entry.split("/")[0] in v.reason, v
     assert validate_in_workspace("python3 -m json.tool /etc/hostname", str(ws)).verdict == "ask"
+    for python in ("pypy3", "pypy", "pypy3.10"):  # judged by the same rule as python3, imports the same way
+        v = validate_in_workspace(f"{python} -m json.tool data.json", str(ws))
+        assert v.verdict == "ask" and entry.split("/")[0] in v.reason, v
 
 
 def test_python_m_json_tool_ignores_folders_that_are_no_package_and_other_names(ws: Path) -> None:
@@ -304,3 +307,12 @@ def test_a_quoted_cd_makes_pwd_unknown_after_it(ws: Path) -> None:
     # `c''d` is bash's cd: $PWD after it is not the workspace's path
     v = validate_in_workspace("c''d sub && echo $PWD", str(ws))
     assert str(ws) not in [w for c in v.plan.all_commands() for w in c.argv], v  # type: ignore[union-attr]
+
+
+def test_every_name_the_python_rule_judges_is_checked_for_module_shadows() -> None:
+    from core.shell.programs import runs_python_module
+    from core.shell.rules.interpreters import HANDLERS, _h_python
+
+    for name, handler in HANDLERS.items():
+        if handler is _h_python:
+            assert runs_python_module((name, "-m", "json.tool")), name
