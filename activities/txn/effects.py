@@ -12,7 +12,7 @@ from activities.txn.changeset import FILE, Changeset
 from activities.txn.overlay import Capture
 from activities.sandbox.git_config import repository_settings
 from activities.txn.store import WorkspaceReader
-from activities.workspace.host_links import host_run_links
+from activities.workspace.host_links import host_run_links, landing
 from core.contracts import EffectGate
 from core.turn.effects import DEFAULT_CACHE_PATHS, EffectRules, Effects, classify, in_git, is_cache, kept_fraction, kept_lines
 
@@ -73,6 +73,6 @@ def judge(cap: Capture, changeset: Changeset, gate: EffectGate) -> Effects:
             st = reader.stat(rel)
             return reader.node(rel, st, content=False) if st is not None else None
 
-        return classify(changeset.changes, rules, kept, current, host_run_links(cap.workspace))
+        return classify(changeset.changes, rules, kept, current, landing(cap.workspace, host_run_links(cap.workspace)))
     finally:
         reader.close()

@@ -39,6 +39,19 @@ def host_run_links(root: str, limit: int = MAX_ENTRIES) -> list[str]:
     return sorted(found)
 
 
+def landing(root: str, links: list[str]) -> list[tuple[str, str]]:
+    """Each link with where it leads (relative to ``root``, ``.`` for the top
+    folder itself, by its real path: an absolute target into the workspace
+    too); links that lead out of the workspace are left out."""
+    root = os.path.realpath(root)
+    out = []
+    for link in links:
+        real = os.path.realpath(os.path.join(root, link))
+        if real == root or real.startswith(root.rstrip("/") + "/"):
+            out.append((link, os.path.relpath(real, root)))
+    return out
+
+
 def _top(root: str) -> list[str]:
     try:
         names = os.listdir(root)

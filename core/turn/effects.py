@@ -192,11 +192,12 @@ def classify(
     rules: EffectRules = EffectRules(),
     kept: dict[str, float] | None = None,
     current: Callable[[str], "NodeLike | None"] | None = None,
-    links: Iterable[str] = (),
+    links: Iterable[tuple[str, str]] = (),
 ) -> Effects:
     """Sort a changeset's changes (see the module doc). ``current`` looks up
     a workspace node before the apply (for symlinks resolving into ``.git``);
-    ``links``: the workspace's host-run symlinks before it."""
+    ``links``: the workspace's host-run symlinks before it, each with where
+    it led."""
     changes = list(changes)
     kept = kept or {}
     after = {c.path: c.new for c in changes}
@@ -214,12 +215,13 @@ def classify(
     out = Effects()
     total_bytes = 0
     # Host-run names that are symlinks (``.envrc -> tools/env.sh``, ``.vscode
-    # -> cfg``, ``svc/.envrc -> ../x.sh``; ``links``: those the workspace
-    # held before, as activities.workspace.host_links finds them): the
-    # person's tool opens what they lead to, so a change there is a change
-    # of that file.
-    opened: list[tuple[str, str]] = []
-    for name in dict.fromkeys([*host_files.TOP_LEVEL, *links]):
+    # -> cfg``, ``svc/.envrc -> ../x.sh``): the person's tool opens what they
+    # lead to, so a change there is a change of that file. ``links``: those
+    # the workspace held before, with where they led (by real path, as
+    # activities.workspace.host_links finds them); the top ones also as the
+    # command leaves them.
+    opened: list[tuple[str, str]] = [(name, "" if lands == "." else lands) for name, lands in links]
+    for name in host_files.TOP_LEVEL:
         node = lookup(name)
         if node is not None and node.kind == "symlink":
             way = list(_way(name, node.target, lookup))

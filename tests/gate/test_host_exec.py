@@ -165,6 +165,7 @@ def test_planning_asks_for_a_file_tool_writing_what_a_host_file_link_points_at(
     "mkdir -p .Devcontainer && mv cfg/tasks.json .Devcontainer/devcontainer.json\n",
     "echo x >> cfg/tasks.json\n",  # through the .vscode -> cfg link already there
     "echo x >> tools/env.sh\n",  # through the svc/.envrc -> ../tools/env.sh link already there
+    "echo x >> tools/abs.sh\n",  # through app/.envrc, a link to it by its absolute path
 ])
 async def test_a_captured_command_reaching_a_host_file_another_way_is_gated(workspace: Path, script: str) -> None:
     (workspace / "cfg").mkdir()
@@ -175,6 +176,9 @@ async def test_a_captured_command_reaching_a_host_file_another_way_is_gated(work
         (workspace / ".vscode").symlink_to("cfg")
         (workspace / "svc").mkdir()
         (workspace / "svc" / ".envrc").symlink_to("../tools/env.sh")
+        (workspace / "tools" / "abs.sh").write_text("echo hi\n")
+        (workspace / "app").mkdir()
+        (workspace / "app" / ".envrc").symlink_to(workspace.resolve() / "tools" / "abs.sh")
     r = await run_script(workspace, script)
     assert r.metadata["capture"] == "gated", (r.output, r.metadata)
     assert "outside the sandbox" in r.metadata["gate_reason"], r.metadata["gate_reason"]
