@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from core.paths import within
 from core.turn.host_files import holds_host_run
 
 MAX_ENTRIES = 200_000
@@ -47,7 +48,7 @@ def landing(root: str, links: list[str]) -> list[tuple[str, str]]:
     out = []
     for link in links:
         real = os.path.realpath(os.path.join(root, link))
-        if real == root or real.startswith(root.rstrip("/") + "/"):
+        if within(real, root):
             out.append((link, os.path.relpath(real, root)))
     return out
 
