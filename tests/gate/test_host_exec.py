@@ -182,3 +182,15 @@ async def test_a_captured_command_reaching_a_host_file_another_way_is_gated(work
     r = await run_script(workspace, script)
     assert r.metadata["capture"] == "gated", (r.output, r.metadata)
     assert "outside the sandbox" in r.metadata["gate_reason"], r.metadata["gate_reason"]
+
+
+def test_the_link_walk_finds_host_run_links_anywhere_but_in_dependency_and_cache_folders(workspace: Path) -> None:
+    from activities.workspace.host_links import SKIPPED, host_run_links
+
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "env.sh").write_text("export X=1\n")
+    for folder in ("svc", "a/b", *sorted(SKIPPED)):
+        (workspace / folder).mkdir(parents=True, exist_ok=True)
+        (workspace / folder / ".envrc").symlink_to(workspace / "tools" / "env.sh")
+    (workspace / ".vscode").symlink_to("tools")
+    assert host_run_links(str(workspace)) == [".vscode", "a/b/.envrc", "svc/.envrc"]
