@@ -317,6 +317,13 @@ def _opaque(path: str, mode: str) -> bool:
         return False
 
 
+# Python bytecode is a cache, but of code: a .pyc whose header names its
+# source's size and mtime runs in place of that source on the next import (on
+# the person's machine too), and nothing shows what it does. Caches land
+# without a look, so bytecode never lands at all; Python writes its own again.
+_BYTECODE = (".pyc", ".pyo")
+
+
 def scan(cap: Capture, max_bytes: int = 0, max_entries: int = 0) -> Scan:
     """Turn the upper layer into a changeset (upper vs the real workspace).
     Past ``max_bytes`` of new content or ``max_entries`` changes (0: no
@@ -367,6 +374,11 @@ def scan(cap: Capture, max_bytes: int = 0, max_entries: int = 0) -> Scan:
                 skipped.append((rel, f"under {ARTIFACTS_DIR}: never applied"))
                 continue
             st = entry.stat(follow_symlinks=False)
+            if entry.name.endswith(_BYTECODE) and not stat.S_ISDIR(st.st_mode) and not (
+                stat.S_ISCHR(st.st_mode) and st.st_rdev == 0  # a deletion lands: Python rebuilds it
+            ):
+                skipped.append((rel, "Python bytecode: never applied (Python rebuilds it from the source)"))
+                continue
             lst = lower.stat(rel)
             old = lower.node(rel, lst) if lst else None
             note_old(rel, lst)

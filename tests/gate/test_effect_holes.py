@@ -134,3 +134,36 @@ async def test_a_folder_shaped_as_a_bare_repository_is_like_git(workspace: Path)
     assert r.metadata["capture"] == "gated", r.output
     assert "x/config: changes inside .git (a git directory at x/)" in r.metadata["gate_reason"]
     assert not (workspace / "x").exists()
+
+
+async def test_python_bytecode_a_command_writes_is_never_applied(workspace: Path) -> None:
+    # Caches land without a look, but a .pyc is code: one whose header names
+    # its source's size and mtime runs in place of the reviewed source on the
+    # person's next import (on their machine too). Python rebuilds it.
+    (workspace / "mod.py").write_text("VALUE = 'reviewed source'\n")
+    old = workspace / "__pycache__" / "old.cpython-311.pyc"
+    old.parent.mkdir()
+    old.write_bytes(b"stale")
+    plant = (
+        "import importlib.util, marshal, os, sys\n"
+        "code = compile(\"VALUE = 'planted bytecode'\", 'mod.py', 'exec')\n"
+        "st = os.stat('mod.py')\n"
+        "header = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, 'little')"
+        " + int(st.st_mtime).to_bytes(4, 'little') + st.st_size.to_bytes(4, 'little')\n"
+        "os.makedirs('__pycache__', exist_ok=True)\n"
+        "open(importlib.util.cache_from_source('mod.py'), 'wb').write(header + marshal.dumps(code))\n"
+        "open('legacy.pyc', 'wb').write(header + marshal.dumps(code))\n"
+        "open('notes.txt', 'w').write('kept\\n')\n"
+        "os.remove('__pycache__/old.cpython-311.pyc')\n"
+    )
+    (workspace / "plant.py").write_text(plant)
+    r = await run_bash(*request(workspace, "python3 plant.py"))
+    assert (workspace / "notes.txt").read_text() == "kept\n", r.output  # the rest of the changeset landed
+    assert not list(workspace.rglob("*.pyc")), sorted(map(str, workspace.rglob("*.pyc")))  # old.pyc's deletion too
+    assert "Python bytecode" in r.output, r.output
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-c", "import mod; print(mod.VALUE)"], cwd=workspace,
+                           capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    assert shown.stdout.strip() == "reviewed source", shown

@@ -60,10 +60,11 @@ async def test_sed_i_passes_the_destructive_gate(workspace: Path) -> None:
 
 
 async def test_caches_only_pass_the_effects_gate_and_are_applied(workspace: Path) -> None:
-    (workspace / "script.sh").write_text("mkdir -p __pycache__ && echo x > __pycache__/m.pyc\n")
+    # (bytecode is never applied: tests/gate/test_effect_holes.py)
+    (workspace / "script.sh").write_text("mkdir -p .pytest_cache/v && echo {} > .pytest_cache/v/lastfailed\n")
     r = await run_bash(*request(workspace, "sh script.sh", gate="effects"))
     assert r.metadata["capture"] == "applied", r.output
-    assert (workspace / "__pycache__" / "m.pyc").exists()
+    assert (workspace / ".pytest_cache" / "v" / "lastfailed").exists()
 
 
 async def test_a_new_file_pauses_under_effects_and_reject_discards(workspace: Path) -> None:
