@@ -27,7 +27,8 @@ from temporalio.exceptions import ApplicationError
 import core.turn.policy as policy_module
 import core.shell as shell_validator
 from activities.files.review import with_reviews
-from activities.workspace.host_links import host_run_links
+from activities.workspace.host_links import host_run_links, landing
+from core.turn import host_files
 from core.contracts import Policy, ToolCall, TurnPlan
 import core.turn.planning as planning
 from core.turn.planning import make_plan, planned_arguments
@@ -115,19 +116,11 @@ def opened_as_host_file(workspace_root: str, real: str | None, links: list[str] 
     link leads there."""
     if real is None:
         return None
-    root = os.path.realpath(workspace_root)
-    for name in host_run_links(root) if links is None else links:
-        if not os.path.islink(os.path.join(root, name)):
-            continue
-        if os.path.realpath(os.path.join(root, name)) == root:  # a link to the top folder: every file is under it
-            return f"{name}/{real}"
-        lands = resolved_path(workspace_root, name)
-        if lands is None:
-            continue
-        if real == lands:
-            return name
-        if real.startswith(lands + "/"):
-            return f"{name}/{real[len(lands) + 1:]}"
+    found = host_run_links(workspace_root) if links is None else links
+    for name, lands in landing(workspace_root, found):
+        opened = host_files.opened_name(real, name, lands)
+        if opened and host_files.host_run(opened):
+            return opened
     return None
 
 

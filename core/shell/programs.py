@@ -39,14 +39,6 @@ _VERSIONED = frozenset(
 )
 
 
-def system_program(name: str, target: str) -> bool:
-    """Whether a link ``name`` that leads to ``target`` (a realpath) is a
-    system program under its own name (``python3 -> /usr/bin/python3.11``):
-    judged by its name, as that program is."""
-    folder, _, base = target.rpartition("/")
-    return folder in _STD_BIN_DIRS and family(name.lower()) == family(base.lower())
-
-
 def family(lname: str) -> str:
     if lname in HANDLERS:
         return lname

@@ -81,15 +81,23 @@ def host_run(path: str) -> str:
 TOP_LEVEL = (".envrc", ".vscode", ".devcontainer", ".devcontainer.json", ".idea", ".pre-commit-config.yaml")
 
 
-def opened_as(path: str, name: str, lands: str) -> str:
-    """What the tool runs when ``path`` changes and the top-level ``name`` is
-    a symlink that leads to ``lands`` (both relative to the workspace): the
-    ``host_run`` reason of the name it opens ``path`` by, or ''."""
+def opened_name(path: str, name: str, lands: str) -> str:
+    """The name a tool opens ``path`` by when the symlink ``name`` leads to
+    ``lands`` (all relative to the workspace; ``.vscode -> cfg`` opens
+    ``cfg/tasks.json`` as ``.vscode/tasks.json``), or '' when it does not lead there."""
     if lands in ("", "."):  # a link to the top folder itself
-        return host_run(f"{name}/{path}")
+        return f"{name}/{path}"
     if path == lands:
-        return host_run(name)
-    return host_run(f"{name}/{path[len(lands) + 1:]}") if path.startswith(lands + "/") else ""
+        return name
+    return f"{name}/{path[len(lands) + 1:]}" if path.startswith(lands + "/") else ""
+
+
+def opened_as(path: str, name: str, lands: str) -> str:
+    """What the tool runs when ``path`` changes and ``name`` is a symlink
+    that leads to ``lands``: the ``host_run`` reason of the name it opens
+    ``path`` by, or ''."""
+    opened = opened_name(path, name, lands)
+    return host_run(opened) if opened else ""
 
 
 def holds_host_run(path: str) -> str:
