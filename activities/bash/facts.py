@@ -331,8 +331,8 @@ SYSTEM_SOFTWARE = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32
 
 def _stays(real: str, root: str) -> bool:
     """Whether a walk that follows a link to ``real`` stays where it may read:
-    the workspace, the scratch /tmp (inside the sandbox a private folder that
-    starts empty), or installed system software."""
+    the workspace, the scratch /tmp (inside the sandbox the workspace's own
+    scratch folder, never the host's /tmp), or installed system software."""
     return within(real, root) or scratch(real) or any(within(real, d) for d in SYSTEM_SOFTWARE)
 
 
@@ -387,7 +387,7 @@ def listed_out(start: str, root: str, budget: list[int]) -> tuple[tuple[str, str
     leads); a ``""`` path ends the list when there were more than
     ``MAX_LINKS_KEPT`` or the walk met more entries than ``budget[0]``."""
     if not within(os.path.realpath(start), root):
-        return ()  # a path word, judged as such (the scratch /tmp starts empty)
+        return ()  # a path word, judged as such (the scratch /tmp is the workspace's own)
     links: list[tuple[str, str]] = []
     try:
         for entry, target in _entries(start, budget):

@@ -32,9 +32,12 @@ TOOLCHAIN_PROGRAMS: dict[str, frozenset[str]] = {
 ALL_TOOLCHAINS = "*"  # asdf / mise: any shimmed program
 SPLIT_UNKNOWN = "*"  # WorkspaceFacts.split_names: the workspace was too big to check every name
 
-# HOME of every bash command: inside the sandbox, a folder on its private,
-# bounded /tmp that starts empty and is discarded with the call. An unquoted
-# `~` or `~/...` stands for it (the validator writes it out).
+# HOME of every bash command: inside the sandbox, a folder on its /tmp, the
+# workspace's own scratch folder (never the host's /tmp), which later calls
+# of the workspace share (docs/effect-gate.md, "Scratch /tmp"): what an
+# earlier command left there is no one's secret, but it is not trusted
+# either (the sandbox turns Python's user site off). An unquoted `~` or
+# `~/...` stands for it (the validator writes it out).
 SANDBOX_HOME = "/tmp/home"
 
 
