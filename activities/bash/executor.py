@@ -4,12 +4,15 @@ The validator turns the command into a ``CommandList`` of ``Pipeline``s of
 ``SimpleCommand``s and judges every part; this module runs exactly that:
 
 - **A plain command** (one command, no redirection, no heredoc) is exec'd
-  directly (execve, no shell), as before.
+  directly (execve, no shell), as before; not a name lookup (``command -v
+  NAME``, ``type NAME``), which exists only as a bash builtin.
 - **Anything else** is handed to ``bash`` inside the same sandbox as a script
   *rebuilt from the validated parts*: every word quoted (``shlex.quote``),
   ``set -f`` so nothing is expanded again, every program replaced by the
   absolute path it resolved to (no builtin, alias or function can stand in
-  for it; one not found prints bash's message and exits 127). Bash only
+  for it; one not found prints bash's message and exits 127). The only
+  builtins are ``export`` / ``unset`` and the name lookups the validator
+  allowed (``builtin command -v NAME``: no function can stand in for them). Bash only
   joins processes with pipes and runs the list by exit status, so all the
   processes share the sandbox, process group, cgroups, rlimits, timeout and
   bounded output of a single command.
@@ -57,6 +60,7 @@ from activities.sandbox.process import ExecOutcome, ExecRequest, run
 from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
 from core.shell.environment import ENVIRONMENT_BUILTINS, activated
 from core.shell.git_config import git_folders
+from core.shell.rules.rejected import lookup_only
 
 MAX_GLOB_MATCHES = 10_000
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -340,6 +344,8 @@ class _Builder:
             if not names or not all(_NAME.fullmatch(n) for n in names):
                 raise PlanError(f"`{words[0]}` takes plain variable names; got {words[1:]!r}")
             return " ".join([words[0], *map(shlex.quote, words[1:]), *redirects, closes]).rstrip()
+        if lookup_only(words):  # `command -v NAME` / `type NAME`: bash's own builtin (no such program), words quoted
+            return " ".join(["builtin", *map(shlex.quote, words), *redirects, closes]).rstrip()
         program = resolve_program(words[0], self.path_env, self.workdir)
         prefix = [f"{name}={shlex.quote(value)}" for name, value in env]  # this command's environment only
         if program is None:
@@ -401,6 +407,7 @@ def prepare(
         if (
             len(plan.items) == 1 and len(plan.items[0].commands) == 1 and not only.redirects
             and only.stdin_text is None and not only.env and only.argv[0] not in ENVIRONMENT_BUILTINS
+            and not lookup_only(only.argv)  # a builtin cannot be exec'd: it runs in the rebuilt script
         ):
             return PreparedPlan(argv=builder.words(only), workdir=command_workdir, shape=[1])
         if any(len(p.commands) > 1 and any(activated(c.argv) for c in p.commands) for p in plan.items):

@@ -33,6 +33,7 @@ from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, unset_p
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
 from core.shell.opaque_text import BRACE, alternatives, anchored, scan, skeleton, substitutions, unclosed_brace
 from core.shell.tokens import Assign, Redir, Word
+from core.shell.rules.rejected import lookup_only
 from core.shell.verdict import RANK, J, Verdict, rej
 
 # An unknown expansion is judged as this word: a relative path inside the
@@ -293,6 +294,7 @@ class _Judge:
         spread: list[tuple[int, list[str]]] = []  # brace words: token index, their expansions
         words = []
         unknown_target = False
+        literal = True  # every word as written (no variable, substitution or brace)
         for p in n.parts:
             if p.kind == "assignment" and not words:
                 m = ASSIGNMENT.match(p.word)
@@ -310,6 +312,7 @@ class _Judge:
                 value, glob, unknown = self.value(p)
                 if self.braces:
                     spread.append((len(tokens), alternatives(value, self.braces)))
+                literal = literal and not (unknown or getattr(p, "parts", None) or self.braces)
                 if len(words) == 1 and (unknown or getattr(p, "parts", None) or self.braces):
                     what = "a brace expansion" if self.braces else "a variable or a substitution"
                     raise _Stop(rej(f"the program name `{self.show(p)}` is {what}: what runs "
@@ -332,7 +335,7 @@ class _Judge:
             raise _Stop(problem, self.show(n))
         name = first.value
         argv = tuple(t.value for t in tokens if type(t) is Word)
-        if name in _NEVER:
+        if name in _NEVER and not (literal and lookup_only(argv)):  # `command -v NAME` only prints (its rule)
             raise _Stop(rej(f"`{name}` runs code the validator cannot see (or changes the shell itself)",
                             "run the command itself directly"), self.show(n))
         if name in _STATE_BUILTINS:

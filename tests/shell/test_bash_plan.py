@@ -359,3 +359,35 @@ async def test_tilde_is_the_sandbox_home_end_to_end(workspace: Path) -> None:
     assert result.status == ToolStatus.OK, (result.output, result.metadata)
     assert result.output == "/tmp/home/x", result.output
     assert result.metadata["verdict"] == "ask"  # a read outside the workspace
+
+
+async def _tool(command: str, workspace: Path):
+    request = ToolRequest(call_id=f"c-{random.randint(0, 1 << 30)}", tool="bash", workspace_root=str(workspace),
+                          arguments={"command": command, "timeout_seconds": 20})
+    return await bash.run_bash(request, BashArgs(command=command))
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "codes"),
+    [
+        ("command -v ls", "/ls", "0"),
+        ("command -v nosuchprog-xyz", "", "1"),
+        ("type -P ls", "/ls", "0"),
+        ("type -t ls nosuchprog-xyz", "file", "1"),
+        ("command -v nosuchprog-xyz || echo missing", "missing", "1; 0"),
+        ("command -v ls >/dev/null && echo found", "found", "0; 0"),
+        ("command -v nosuchprog-xyz >/dev/null && echo found", "", "1; -"),
+    ],
+)
+async def test_name_lookups_run_as_bash_builtins(workspace: Path, command: str, output: str, codes: str) -> None:
+    """`command -v` / `type` are shell builtins (no program of that name):
+    the validator allows them, and the executor runs them as bash's own, with
+    their words quoted, alone or in a list."""
+    result = await _tool(command, workspace)
+    meta = result.metadata
+    assert (meta["verdict"], meta["part_exit_codes"]) == ("allow", codes), (result.output, meta)
+    assert "command not found" not in result.output, result.output
+    first = result.output.splitlines()[0] if result.output else ""
+    assert first.endswith(output) if output else first.startswith("[Command failed: exit code 1]"), result.output
+    if output == "/ls":
+        assert first.startswith("/"), result.output

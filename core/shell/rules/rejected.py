@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Sequence
+
 from core.shell.programs import Handler
 from core.shell.verdict import H_BUILTIN_STATE, H_INTERACTIVE, H_KILL, H_NETWORK, H_PRIV, H_SYSTEM, H_WRAPPER, J, allow, rej
 
@@ -122,12 +125,48 @@ def _h_network(name: str, args: list[str]) -> J:
     return rej(f"`{name}` talks to the network", H_NETWORK)
 
 
+# `command -v|-V NAME...` and `type [-afptP] NAME...` only print how each name
+# resolves (alias, function, builtin, or a file on PATH); `command` without -v / -V
+# runs the program, a wrapper. The names must be literal program names: a path,
+# a glob or an expansion is judged as before.
+_LOOKUP_OPTIONS = {"command": frozenset("pvV"), "type": frozenset("afptP")}
+_LOOKUP_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def lookup_only(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` is a shell lookup that only prints how names resolve
+    (the executor runs it as the bash builtin, never as a program)."""
+    if not argv or argv[0] not in _LOOKUP_OPTIONS:
+        return False
+    allowed, seen, i = _LOOKUP_OPTIONS[argv[0]], set(), 1
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 1
+        if argv[i - 1] == "--":
+            break
+        letters = set(argv[i - 1][1:])
+        if not letters or not letters <= allowed:
+            return False
+        seen |= letters
+    names = argv[i:]
+    if argv[0] == "command" and not seen & {"v", "V"}:
+        return False
+    return bool(names) and all(_LOOKUP_NAME.fullmatch(n) for n in names)
+
+
+def _h_lookup(name: str, args: list[str]) -> J:
+    if lookup_only((name, *args)):
+        return allow(f"`{name} {args[0]}` only prints how each name resolves (a shell builtin; runs nothing)")
+    if name == "command":
+        return _h_wrapper(name, args)
+    return _h_builtin(name, args)
+
+
 def _h_builtin(name: str, args: list[str]) -> J:
     lname = name.lower()
     if lname in ("cd", "pushd", "popd", "dirs"):
         hint = H_BUILTIN_STATE
     elif lname in ("type", "hash"):
-        hint = "use `which PROGRAM` to find a program"
+        hint = "use `command -v NAME` or `type NAME` to see how a name resolves"
     elif lname == "ulimit":
         hint = "resource limits are set by the bash tool itself"
     elif lname == "help":
@@ -159,9 +198,10 @@ for _names, _fn in (
     HANDLERS.update(dict.fromkeys(_names, _fn))
 HANDLERS["sleep"] = _h_sleep
 HANDLERS["env"] = _h_env
+HANDLERS["command"] = HANDLERS["type"] = _h_lookup
 HANDLERS["source"] = HANDLERS["."] = _h_source
 # NAME=VALUE words and -u NAME are names and values, never files.
-PATH_FINDERS = {"env": lambda args: []}
+PATH_FINDERS = {"env": lambda args: [], "command": lambda args: [], "type": lambda args: []}
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
@@ -189,4 +229,29 @@ CASES: list[tuple[str, str, str | None]] = [
     ("sleep 1", "allow", "waits"),
     ("sleep 30 && echo done", "allow", None),
     ("sleep infinity", "reject", "never ends"),
+    # `command -v|-V` and `type` only print how a name resolves (bash runs them as builtins)
+    ("command -v git", "allow", "how each name resolves"),
+    ("command -V git", "allow", "how each name resolves"),
+    ("command -pv python3 node", "allow", None),
+    ("command -v -- jq", "allow", None),
+    ("command -v jq >/dev/null && echo yes", "allow", None),
+    ("command -v uv || echo missing", "allow", None),
+    ("type ls", "allow", "how each name resolves"),
+    ("type -t ls", "allow", None),
+    ("type -P python3", "allow", None),
+    ("type -a python3 g++ docker-compose", "allow", None),
+    ("if command -v jq >/dev/null; then jq . a.json; else cat a.json; fi", "ask", "every part only reads"),
+    ("if command -v rg; then command rg x; fi", "reject", "command"),
+    ("command ls -la", "reject", "wrapper"),  # runs the program
+    ("command -p rm -rf x", "reject", "wrapper"),
+    ("command -v", "reject", "wrapper"),  # no name
+    ("command -x ls", "reject", "wrapper"),
+    ("command -v ./run.sh", "reject", "wrapper"),  # a path, not a name
+    ("command -v '*'", "reject", "wrapper"),
+    ("command -v $X", "reject", None),  # a name the validator cannot read
+    ("type -x ls", "reject", "builtin"),
+    ("type", "reject", "builtin"),
+    ("type '$(id)'", "reject", "builtin"),
+    ("hash -t ls", "reject", "builtin"),  # the script runs programs by path: the table is always empty
+    ("hash -p /tmp/x ls", "reject", "builtin"),
 ]

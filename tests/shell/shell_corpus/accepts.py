@@ -52,6 +52,8 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("diff -u a.txt b.txt", "allow", None),
     ("cmp a b", "allow", None),
     ("which python3", "allow", None),
+    ("type ls", "allow", ("type", "ls")),
+    ("command -v python3", "allow", ("command", "-v", "python3")),
     ("uname -a", "allow", None),
     ("whoami", "allow", None),
     ("date", "allow", None),

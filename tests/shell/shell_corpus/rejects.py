@@ -412,7 +412,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("enable -f x.so y", _BUILTIN, "builtin"),
     ("unset PATH", _SYNTAX, "environment variable `PATH`"),
     ("unset -f ls", _BUILTIN, "only `unset NAME"),
-    ("type ls", _BUILTIN, "builtin"),
+    ("type -x ls", _BUILTIN, "builtin"),  # `type NAME` only prints how NAME resolves (accepts.py)
     ("exit 1", _BUILTIN, "builtin"),
     ("wait", _BUILTIN, "builtin"),
     # interactive / infinite
