@@ -181,8 +181,54 @@ def _h_builtin(name: str, args: list[str]) -> J:
 
 def _h_interactive(name: str, args: list[str]) -> J:
     if name.lower() == "yes":
-        return rej("`yes` never ends", "pass non-interactive flags such as --yes / -y to the program instead")
+        # Piped into a program that exits, `yes` ends too; but its common use, `yes | pip uninstall x`,
+        # answers prompts nobody reads, and a rule for the few consumers that only count lines
+        # (`yes | head -n 3`) would judge pipelines by their neighbours: kept rejected.
+        return rej("`yes` never ends on its own, and piped into a program it answers every prompt unread",
+                   "pass non-interactive flags such as --yes / -y to the program instead; "
+                   "for repeated lines use `printf` or `seq`")
     return rej(f"`{name}` is interactive (needs a terminal) or never ends", H_INTERACTIVE)
+
+
+# procps top's options in batch mode: flags, and options that take a value (in the
+# same word, `-n1`, or the next). Any other option (`-w`, `-e`, `-E`, `-O`...) keeps
+# `top` rejected: what it does is not modelled.
+_TOP_FLAGS = frozenset("bcHiSs1")
+_TOP_VALUES = frozenset("ndpuUo")
+
+
+def _top_runs(args: list[str]) -> dict[str, str] | None:
+    """``top``'s options by letter ("" for a flag), or None when a word is not one it models."""
+    seen: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        word, i = args[i], i + 1
+        if not word.startswith("-") or len(word) < 2:
+            return None
+        for k, letter in enumerate(word[1:], 1):
+            if letter in _TOP_FLAGS:
+                seen[letter] = ""
+            elif letter in _TOP_VALUES:
+                value = word[k + 1:]
+                if not value:
+                    if i >= len(args):
+                        return None
+                    value, i = args[i], i + 1
+                seen[letter] = value
+                break
+            else:
+                return None
+    return seen
+
+
+def _h_top(name: str, args: list[str]) -> J:
+    """``top -b -n N`` prints N snapshots of the host's processes and ends: it
+    reads host processes, as ``ps`` does (ask). Interactive or endless otherwise."""
+    seen = _top_runs(args)
+    if seen is not None and "b" in seen and seen.get("n", "").isdigit() and int(seen["n"]) > 0:
+        return J("ask", f"`{name}` in batch mode with a count ends; it shows the host's processes", None)
+    return rej(f"`{name}` is interactive (needs a terminal) or never ends",
+               "use `top -b -n 1` (batch mode, one snapshot), or `ps aux`")
 
 
 def _h_sleep(name: str, args: list[str]) -> J:
@@ -197,11 +243,12 @@ for _names, _fn in (
 ):
     HANDLERS.update(dict.fromkeys(_names, _fn))
 HANDLERS["sleep"] = _h_sleep
+HANDLERS["top"] = _h_top
 HANDLERS["env"] = _h_env
 HANDLERS["command"] = HANDLERS["type"] = _h_lookup
 HANDLERS["source"] = HANDLERS["."] = _h_source
 # NAME=VALUE words and -u NAME are names and values, never files.
-PATH_FINDERS = {"env": lambda args: [], "command": lambda args: [], "type": lambda args: []}
+PATH_FINDERS = {"env": lambda args: [], "top": lambda args: [], "command": lambda args: [], "type": lambda args: []}
 
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
@@ -254,4 +301,18 @@ CASES: list[tuple[str, str, str | None]] = [
     ("type '$(id)'", "reject", "builtin"),
     ("hash -t ls", "reject", "builtin"),  # the script runs programs by path: the table is always empty
     ("hash -p /tmp/x ls", "reject", "builtin"),
+    # `top` in batch mode with a count prints and ends; it shows the host's processes, as `ps` does
+    ("top -b -n 1", "ask", "batch mode"),
+    ("top -bn1 | head -20", "ask", "batch mode"),
+    ("top -b -n 1 -o %MEM -c", "ask", None),
+    ("top -n 2 -b -d 0.5 -p 1,2", "ask", None),
+    ("top", "reject", "interactive"),
+    ("top -b", "reject", "interactive"),  # no count: it never ends
+    ("top -n 1", "reject", "interactive"),  # not batch: it needs a terminal
+    ("top -b -n 0", "reject", "interactive"),
+    ("top -b -n x", "reject", "interactive"),
+    ("top -b -n 1 -w 512", "reject", "interactive"),  # an option not modelled
+    ("htop -n 1", "reject", "interactive"),
+    ("yes | head -n 3", "reject", "never ends on its own"),
+    ("yes | pip uninstall x", "reject", "answers every prompt"),
 ]
