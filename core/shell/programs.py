@@ -404,7 +404,7 @@ def link_roots(argv: tuple[str, ...] | list[str], globs: tuple[bool, ...] = ()) 
         walked = list(roots) if _find_follows(args) else []
         for inner in _find_execs(args):
             for root in roots:
-                if link_roots([root if w == "{}" else w for w in inner]):
+                if link_roots([w.replace("{}", root) for w in inner]):  # as find_exec judges them
                     walked.append(root)
         return tuple(dict.fromkeys(walked))
     rule = _FOLLOWS.get(fam)

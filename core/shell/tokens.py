@@ -93,6 +93,10 @@ _ANY = re.compile(r".", re.S)
 _GLOB_CHARS = re.compile(r"[*?\[]")
 # `{0}` in `stash@{0}`: no comma and no `..`, so bash does not brace-expand it
 _LITERAL_BRACES = re.compile(r"\{(?![^}]*(?:,|\.\.))[A-Za-z0-9_.:@%+=^/-]+\}")
+# `{}` anywhere in a word (xargs -I{}, {}.bak) is literal to bash when only plain
+# characters follow it to the word's end: no `,`, `..` or `}` that would make its
+# `{` open an expansion (`a{},b}` expands to `a}` and `ab`).
+_EMPTY_BRACES = re.compile(r"\{\}(?=[A-Za-z0-9_./:@%+=^-]*(?:$|[ \t\n;|&<>)]))")
 
 
 def _quoted_problem(s: str, a: int, b: int) -> J | None:
@@ -246,8 +250,8 @@ def _word(
             continue
         if c in "*?[":
             glob = True
-        elif c == "{" and at_start and s[i + 1 : i + 2] == "}" and s[i + 2 : i + 3] in ("", " ", "\n", ";", "|", "&"):
-            parts.append("{}")  # a lone `{}` is literal in bash (no brace expansion)
+        elif c == "{" and _EMPTY_BRACES.match(s, i):
+            parts.append("{}")  # literal in bash (no brace expansion)
             i += 2
             continue
         elif c == "{" and _LITERAL_BRACES.match(s, i):

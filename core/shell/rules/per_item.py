@@ -48,9 +48,10 @@ def find_exec(args: list[str]) -> J | None:
         end = next((k for k in range(i, len(args)) if args[k] in (";", "+")), None)
         if end is None:
             return rej(f"`find {a}` without a closing `;` or `+`", "end the command with \\; or +")
-        # `{}` stands for paths under the search roots: judge the command on each root
+        # `{}` stands for paths under the search roots, the root itself among them, wherever it
+        # stands in a word (`{}.bak`, `{}/../x`): judge the command on each root
         for root in _roots(args):
-            j = _inner(f"find {a}", [root if w == "{}" else w for w in args[i:end]])
+            j = _inner(f"find {a}", [w.replace("{}", root) for w in args[i:end]])
             if j.verdict == "reject":
                 return j
             if worst is None or (RANK[j.verdict], j.destructive) > (RANK[worst.verdict], worst.destructive):
@@ -116,6 +117,10 @@ HANDLERS: dict[str, Handler] = {"xargs": _h_xargs}
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
     ("find . -name '*.py' -exec grep -l X '{}' ';'", "allow", "for each input"),
+    # find puts the path in place of every `{}`, inside words too: `.` itself is among them
+    ("find . -maxdepth 0 -exec cat {}/../secret \\;", "ask", "outside the workspace"),
+    ("find . -maxdepth 0 -exec ls {}. \\;", "ask", "outside the workspace"),
+    ("find src -name '*.c' -exec ls {}.orig \\;", "allow", None),
     ("find src -type f -exec grep -l X {} +", "allow", None),
     ("find . -name '*.py' -exec grep -l X {} \\; | head -5", "allow", None),
     ("find . -exec rm '{}' ';'", "ask+destructive", "deletes"),

@@ -162,6 +162,9 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
     ("ls # comment", "allow", ("ls",)),  # comments are ignored, as bash does
     ("ls #", "allow", ("ls",)),
     ("git show HEAD@{1}", "allow", ("git", "show", "HEAD@{1}")),  # no comma: bash does not brace-expand
+    # `{}` inside a word, with nothing after it in the word but plain characters, is literal to bash
+    ("echo -I{} {}.bak x{}", "allow", ("echo", "-I{}", "{}.bak", "x{}")),
+    ("ls src | xargs -I{} wc -l src/{}", "ask", None),
     ("echo '\u00e9 \u2713'", "allow", ("echo", "\u00e9 \u2713")),  # quoted Unicode is data
     ("cat docs/\u6570\u636e.md", "allow", ("cat", "docs/\u6570\u636e.md")),  # so are letters unquoted
     ("grep -rn caf\u00e9 src", "allow", ("grep", "-rn", "caf\u00e9", "src")),
