@@ -51,6 +51,7 @@ HOLDOUT3 = DATA / "real_commands_holdout3.jsonl"
 # A fourth from benchmark runs of Claude Code, Gemini CLI and Terminus
 # (docs/shell_corpus.md), never used to tune the validator.
 HOLDOUT4 = DATA / "real_commands_holdout4.jsonl"
+HOLDOUT5 = DATA / "real_commands_holdout5.jsonl"
 LABELS = ("allow", "ask", "reject")
 FIELDS = {"command", "label", "destructive", "reason", "source"}
 
