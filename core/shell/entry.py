@@ -13,7 +13,7 @@ from core.shell.compound import judge_tokens, split_tokens
 from core.shell.environment import ACTIVATE_SETS, ACTIVATE_UNSETS, KNOWN_ENV, NAME
 from core.shell.facts import WorkspaceFacts
 from core.shell.lexer import FAST_COMMAND, FAST_WORD, unquote
-from core.shell.opaque import judge_opaque
+from core.shell.opaque import SCRIPT_STATE, judge_opaque
 from core.shell.parser_check import bashlex_check, bashlex_check_plain, bashlex_trap
 from core.shell.tokens import Redir, Token, Word, tokenize, word_new
 from core.shell.verdict import H_PLAIN, J, Verdict
@@ -123,7 +123,10 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool
     judged = judge_tokens(split, s, facts)
     # Every part parsed as a plain command: a rule's rejection is final, there is
     # no opaque construct to look for (and no second bashlex parse for it).
-    return judged, "variable assignment" not in judged.reason
+    # Except a builtin that only changes the shell's own state (SCRIPT_STATE):
+    # the same text is read again as a script (every part judged as usual, the
+    # whole at best ask, run captured).
+    return judged, "variable assignment" not in judged.reason and judged.program not in SCRIPT_STATE
 
 
 def _unquoted_words(s: str) -> list[Token]:

@@ -45,16 +45,49 @@ OPAQUE = "opaque"
 READS_ONLY = "every part only reads"
 
 # Builtins that only change the script's own state: no program runs.
-_STATE_BUILTINS = frozenset(
+STATE_BUILTINS = frozenset(
     "cd pushd popd dirs read set unset shift return exit break continue wait true false : "
     "local declare typeset readonly export getopts mapfile readarray shopt umask type let".split()
 )
+# Builtins a script keeps state with that the plain plan refuses as "no shell
+# between the parts" (`set -e`, `exit 1`, `read x < f`): run as a script they
+# mean what they say. Not `cd` (the plain plan follows it, and one that leaves
+# the workspace stays refused), not `export`/`unset`/`type` (their own rules
+# decide), not `umask` (the modes of every file the command creates).
+SCRIPT_STATE = frozenset(
+    "set shopt exit return wait read mapfile readarray local declare typeset readonly shift break continue "
+    "getopts :".split()
+) & STATE_BUILTINS
 _ASSIGNING = frozenset("read local declare typeset readonly export getopts mapfile readarray".split())
 _NEVER = frozenset(
     "eval exec source . trap alias unalias builtin enable coproc hash bind fc history complete compgen "
     "compopt disown bg fg jobs suspend logout ulimit command".split()
 )
 _CONSTRUCTS = {"for": "for loop", "while": "while loop", "until": "until loop", "if": "if"}
+# `read`'s options that take a value (a delimiter, a count, a prompt, a
+# timeout, a descriptor, a default text): the word after them is no variable.
+_READ_VALUE_OPTIONS = frozenset("dnNptui")
+
+
+def _read_names(args: tuple[str, ...] | list[str]) -> list[str]:
+    """The words of ``read ARGS`` that name variables it sets (``-a NAME``
+    included): every word but the options and their values."""
+    names, i = [], 0
+    while i < len(args):
+        word, i = args[i], i + 1
+        if word == "--":
+            return names + list(args[i:])
+        if not word.startswith("-") or word == "-":
+            names.append(word)
+            continue
+        for k, letter in enumerate(word[1:], 1):
+            if letter in _READ_VALUE_OPTIONS:
+                if k == len(word) - 1:
+                    i += 1  # the value is the next word
+                break
+    return names
+
+
 class _Stop(Exception):
     def __init__(self, j: J, where: str = "") -> None:
         super().__init__(j.reason)
@@ -338,18 +371,20 @@ class _Judge:
         if name in _NEVER and not (literal and lookup_only(argv)):  # `command -v NAME` only prints (its rule)
             raise _Stop(rej(f"`{name}` runs code the validator cannot see (or changes the shell itself)",
                             "run the command itself directly"), self.show(n))
-        if name in _STATE_BUILTINS:
+        if name in STATE_BUILTINS:
+            if name in SCRIPT_STATE:
+                self.construct(f"`{name}`")  # what the plain plan, with no shell between its parts, cannot run
             if name == "unset":  # the script's later programs lose what the sandbox set for them
                 for var in argv[1:]:
                     problem = unset_problem(var) if NAME.fullmatch(var) else None
                     if problem is not None:
                         raise _Stop(problem, self.show(n))
             if name in _ASSIGNING:
-                for arg in argv[1:]:
+                for arg in _read_names(argv[1:]) if name == "read" else argv[1:]:
                     var = arg.partition("=")[0]
                     if NAME.fullmatch(var):
                         problem = assignment_problem(var)
-                        if problem is not None and ("=" in arg or name != "read"):
+                        if problem is not None:
                             raise _Stop(problem, self.show(n))
                         self.assigned.add(var)
             j = J("allow", f"`{name}` is a shell builtin (the script's own state)")

@@ -58,6 +58,19 @@ async def test_an_opaque_command_with_a_rejected_part_never_runs(workspace: Path
     assert not (workspace / "ran.txt").exists()
 
 
+async def test_set_exit_and_read_run_as_the_script_they_are(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("first line\nsecond\n")
+    # `set -e` stops at the first failure; `set -o pipefail` makes a pipeline fail with it
+    result = await _run(workspace, "set -eo pipefail; echo one; false | cat; echo never")
+    assert result.status == ToolStatus.ERROR and "one" in result.output and "never" not in result.output
+    assert result.metadata["opaque"] == "true"
+    # `read` keeps the line for the later parts; `exit` ends with its status
+    result = await _run(workspace, 'read -r first < notes.txt && echo "got: $first" && exit 3')
+    assert "got: first line" in result.output and result.metadata["exit_code"] == "3", result
+    # nothing was changed, so nothing waits for a person
+    assert result.metadata["capture"] == "no-changes", result.metadata
+
+
 async def test_substitution_subshell_and_if(workspace: Path) -> None:
     (workspace / "src").mkdir()
     command = 'n=$(ls src | wc -l); (cd src && touch made.txt); if [ -f src/made.txt ]; then echo "made $n"; fi'
