@@ -30,6 +30,7 @@ import bashlex
 from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
 from core.shell.compound import _command, _first_word_problem, runs_download
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, unset_problem
+from core.shell.evaluation import evaluating_builtin, evaluating_expansion
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
 from core.shell.opaque_text import BRACE, alternatives, anchored, scan, skeleton, substitutions, unclosed_brace
 from core.shell.tokens import Assign, Redir, Word
@@ -173,6 +174,9 @@ class _Judge:
                 if any(x in name for x in ("$(", "`", "<(", ">(")):
                     raise _Stop(rej(f"a command inside the parameter expansion `{self.s[p.pos[0]:p.pos[1]]}` "
                                     "cannot be checked", "run the inner command on its own first"))
+                problem = evaluating_expansion(name)
+                if problem is not None:
+                    raise _Stop(problem)
                 known = self.env.get(name) if NAME.fullmatch(name) and name not in self.assigned else None
                 if known is None:
                     unknown = True
@@ -371,9 +375,12 @@ class _Judge:
         if name in _NEVER and not (literal and lookup_only(argv)):  # `command -v NAME` only prints (its rule)
             raise _Stop(rej(f"`{name}` runs code the validator cannot see (or changes the shell itself)",
                             "run the command itself directly"), self.show(n))
+        if name in SCRIPT_STATE:
+            self.construct(f"`{name}`")  # what the plain plan, with no shell between its parts, cannot run
+        problem = evaluating_builtin(argv)
+        if problem is not None:
+            raise _Stop(problem, self.show(n))
         if name in STATE_BUILTINS:
-            if name in SCRIPT_STATE:
-                self.construct(f"`{name}`")  # what the plain plan, with no shell between its parts, cannot run
             if name == "unset":  # the script's later programs lose what the sandbox set for them
                 for var in argv[1:]:
                     problem = unset_problem(var) if NAME.fullmatch(var) else None

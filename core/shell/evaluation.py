@@ -1,0 +1,146 @@
+"""Where bash evaluates a variable's value as code. Pure.
+
+Bash's arithmetic evaluates array subscripts, and a subscript may hold a
+command substitution: with ``v='x[$(touch pwned)]'`` (read from a file of the
+repository, say), ``let v``, ``declare -i n=$v``, ``echo ${a[$v]}``,
+``echo ${s:$v}`` and ``echo ${!v}`` all run ``touch``. So do a nameref
+(``declare -n r=$v`` then ``$r``), prompt expansion (``${v@P}``) and
+``mapfile -C CALLBACK`` (the callback is a command written in a word). The
+command that runs is in no word the validator reads, so an opaque script
+(opaque.py) that would evaluate an unknown value refuses instead; literal
+subscripts and offsets (``${a[0]}``, ``${a[@]}``, ``${s:1:2}``) evaluate
+nothing but themselves.
+
+``test -v`` / ``[ -v`` (also subscripts) are refused by their own rule
+(rules/readonly.py); ``$((...))``, ``((...))`` and ``[[ ]]`` are never
+parsed (the plain subset refuses them and bashlex cannot read them).
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.shell.verdict import J, rej
+
+H_EVALUATES = (
+    "use the value as data only: index arrays and cut strings with literal numbers "
+    "(`${a[0]}`, `${s:0:8}`), or do the arithmetic in a program (`expr`, `awk`, `python3 -c`)"
+)
+
+# The inside of `${...}`: a name, then what follows it.
+_NAME = re.compile(r"#?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])")
+# A subscript that evaluates to nothing but itself.
+_LITERAL_SUBSCRIPT = re.compile(r"\[(?:[@*]|-?[0-9]+)\]")
+# A substring offset / length that is a literal number (bash allows blanks and a sign).
+_LITERAL_SLICE = re.compile(r":[ \t]*-?[0-9]+[ \t]*(?::[ \t]*-?[0-9]+[ \t]*)?")
+# `${!name[@]}` / `${!name[*]}` list an array's keys; `${!prefix@}` / `${!prefix*}` names.
+_NAME_LISTING = re.compile(r"![A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\]|[@*])")
+
+
+def evaluating_expansion(inner: str) -> J | None:
+    """Why ``${inner}`` would evaluate a value as code, or None (the
+    expansions nested in it too: ``${v:-${a[$i]}}``)."""
+    return _outer(inner) or next(filter(None, map(evaluating_expansion, _nested(inner))), None)
+
+
+def _nested(inner: str) -> list[str]:
+    """The insides of the ``${...}`` nested in ``inner`` (an unclosed one whole)."""
+    found, i = [], inner.find("${")
+    while i >= 0:
+        depth, k = 0, i + 1
+        while k < len(inner):
+            depth += {"{": 1, "}": -1}.get(inner[k], 0)
+            if depth == 0:
+                break
+            k += 1
+        found.append(inner[i + 2 : k])
+        i = inner.find("${", i + 2)
+    return found
+
+
+def _outer(inner: str) -> J | None:
+    if inner.startswith("!"):
+        if _NAME_LISTING.fullmatch(inner):
+            return None
+        return rej(f"`${{{inner}}}` expands the variable a value names (indirection), evaluating any "
+                   "subscript in that value as code", H_EVALUATES)
+    m = _NAME.match(inner)
+    if m is None:
+        return None  # not a parameter bash would expand: the caller's other checks apply
+    rest = inner[m.end():]
+    if rest.startswith("["):
+        sub = _LITERAL_SUBSCRIPT.match(rest)
+        if sub is None:
+            return rej(f"the subscript in `${{{inner}}}` is evaluated as arithmetic, which runs the "
+                       "command substitutions in a variable's value", H_EVALUATES)
+        rest = rest[sub.end():]
+    if rest.startswith(":") and rest[1:2] not in ("-", "=", "?", "+"):
+        if not _LITERAL_SLICE.fullmatch(rest):
+            return rej(f"the offset or length in `${{{inner}}}` is evaluated as arithmetic, which runs "
+                       "the command substitutions in a variable's value", H_EVALUATES)
+    if rest.startswith("@") and "P" in rest[1:2]:
+        return rej(f"`${{{inner}}}` expands the value as a prompt, running the command substitutions in it",
+                   H_EVALUATES)
+    return None
+
+
+# Attributes that make later assignments or uses evaluate the value: -i
+# (integer: every assignment is arithmetic), -n (a name reference: the value
+# names the variable used, subscript included).
+_EVALUATING_ATTRIBUTES = frozenset("in")
+_DECLARERS = frozenset(["declare", "typeset", "local", "readonly"])
+
+
+def evaluating_builtin(argv: tuple[str, ...]) -> J | None:
+    """Why the builtin ``argv`` would evaluate a value as code, or None."""
+    name = argv[0] if argv else ""
+    if name == "let":
+        return rej("`let` evaluates its arguments as arithmetic, which runs the command substitutions "
+                   "in a variable's value", H_EVALUATES)
+    if name in ("mapfile", "readarray") and any(w.startswith("-") and "C" in w for w in argv[1:]):
+        return rej(f"`{name} -C` runs its callback's text as a command for every chunk of lines",
+                   "read the lines with `mapfile -t NAME < FILE`, then run the command on them as its own part")
+    if name in _DECLARERS:
+        for word in argv[1:]:
+            if word == "--" or not word.startswith("-"):
+                break
+            hit = _EVALUATING_ATTRIBUTES.intersection(word[1:])
+            if hit:
+                what = "an integer (every value assigned is arithmetic)" if "i" in hit else "a name reference"
+                return rej(f"`{name} {word}` makes a variable {what}, which runs the command substitutions "
+                           "in a value", H_EVALUATES)
+    return None
+
+
+# (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
+CASES: list[tuple[str, str, str | None]] = [
+    # a value read from a file is data; evaluated, its `x[$(cmd)]` runs cmd
+    ('for f in *; do read -r v < "$f"; let v; done', "reject", "`let`"),
+    ('for f in *; do read -r v < "$f"; let "x=v+1"; done', "reject", "`let`"),
+    ('for f in *; do read -r v < "$f"; declare -i n=$v; done', "reject", "integer"),
+    ('for f in *; do read -r v < "$f"; local -ri n; n=$v; done', "reject", "integer"),
+    ('for f in *; do read -r v < "$f"; typeset -n r=$v; echo $r; done', "reject", "name reference"),
+    ('for f in *; do read -r v < "$f"; echo ${a[$v]}; done', "reject", "subscript"),
+    ('for f in *; do read -r v < "$f"; echo "${a[v]}"; done', "reject", "subscript"),
+    ('for f in *; do read -r v < "$f"; echo ${#a[$v]}; done', "reject", "subscript"),
+    ('for f in *; do read -r v < "$f"; echo ${s:$v}; done', "reject", "offset"),
+    ('for f in *; do read -r v < "$f"; echo "${s:1:$v}"; done', "reject", "offset"),
+    ('for f in *; do read -r v < "$f"; echo "${@:$v}"; done', "reject", "offset"),
+    ('for f in *; do read -r v < "$f"; echo ${!v}; done', "reject", "indirection"),
+    ('for f in *; do read -r v < "$f"; echo ${v@P}; done', "reject", "prompt"),
+    # literal subscripts and slices, name listings, other transformations: data only
+    ('for f in *; do read -r v < "$f"; echo ${a[0]} ${a[@]} ${#a[*]} ${a[-1]}; done', "ask", "only reads"),
+    ('for f in *; do read -r v < "$f"; echo "${v:0:8}" ${v: -2} ${v:1}; done', "ask", "only reads"),
+    ('for f in *; do read -r v < "$f"; echo ${!a[@]} ${!PY*}; done', "ask", "only reads"),
+    ('for f in *; do read -r v < "$f"; echo ${v:-none} ${v:+set} ${v@Q} ${v,,} ${v#x}; done', "ask", "only reads"),
+    ('for f in *; do read -r v < "$f"; declare -a parts; local -r x=1; done', "ask", "only reads"),
+    ("declare +i x", "ask", "opaque"),
+    # mapfile's callback is a command in a word
+    ("mapfile -t -C 'touch x' -c 1 arr < a.txt", "reject", "callback"),
+    ('for f in *; do readarray -tC"$f" -c 1 a < "$f"; done', "reject", "callback"),
+    ("mapfile -t lines < a.txt", "ask", "only reads"),
+    # nested in another expansion's default or pattern, evaluated all the same
+    ('for f in *; do read -r v < "$f"; echo ${v:-${a[$v]}}; done', "reject", "subscript"),
+    ('for f in *; do read -r v < "$f"; echo "${v/${!v}/x}"; done', "reject", "indirection"),
+    ('for f in *; do read -r v < "$f"; echo ${v:-${w:-${s:$v}}}; done', "reject", "offset"),
+]
