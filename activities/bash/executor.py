@@ -12,7 +12,11 @@ The validator turns the command into a ``CommandList`` of ``Pipeline``s of
   absolute path it resolved to (no builtin, alias or function can stand in
   for it; one not found prints bash's message and exits 127). The only
   builtins are ``export`` / ``unset`` and the name lookups the validator
-  allowed (``builtin command -v NAME``: no function can stand in for them). Bash only
+  allowed (``builtin command -v NAME``: no function can stand in for them). A
+  wrapper the validator took off (``timeout 60``, ``nice``, ``stdbuf``, ``env
+  NAME=value``: ``SimpleCommand.wrapper``) runs by its absolute path, and the
+  program after it by the absolute path it resolved to, so the wrapper's own
+  PATH lookup never picks another one; it never runs a builtin. Bash only
   joins processes with pipes and runs the list by exit status, so all the
   processes share the sandbox, process group, cgroups, rlimits, timeout and
   bounded output of a single command.
@@ -61,9 +65,12 @@ from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleComma
 from core.shell.environment import ENVIRONMENT_BUILTINS, activated
 from core.shell.git_config import git_folders
 from core.shell.rules.rejected import lookup_only
+from core.shell.rules.wrappers import UNWRAPPED
 
 MAX_GLOB_MATCHES = 10_000
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What a wrapper can never run: bash's own builtins (the validator never plans one).
+_NOT_WRAPPABLE = frozenset([*ENVIRONMENT_BUILTINS, "cd", "source", ".", "command", "type", "builtin", "exec", "eval"])
 _FIRST_PRIVATE_FD = 10  # executor descriptors start here: above any N a redirection may name (0-9)
 
 
@@ -291,13 +298,19 @@ class _Builder:
 
     def command(self, command: SimpleCommand) -> tuple[list[str], list[str], tuple[tuple[str, str], ...]]:
         """(the program's words, the redirections, the environment) of one command."""
-        if command.argv[:1] == ("cd",) and len(command.argv) == 2 and not command.redirects:
+        if command.argv[:1] == ("cd",) and len(command.argv) == 2 and not command.redirects and not command.wrapper:
             return self.change_folder(command.argv[1]), [], ()
         words = self.words(command)
+        if command.wrapper:
+            # The validator judged argv as the program the wrapper runs: never a builtin, an activation or a cd.
+            if command.wrapper[0] not in UNWRAPPED or "\0" in "".join(command.wrapper):
+                raise PlanError(f"`{command.wrapper[0]}` is not a wrapper the validator unwraps")
+            if words[0] in _NOT_WRAPPABLE or lookup_only(words) or activated(tuple(words)) is not None:
+                raise PlanError(f"`{command.wrapper[0]}` cannot run the shell builtin `{words[0]}`")
         # Bound to the folder each part runs in: the parts render after every
         # `cd` of the command was taken, so a relative program path (./run.sh)
         # or an activation resolved then would name a later folder's file.
-        folder = activated(tuple(words))
+        folder = activated(tuple(words)) if not command.wrapper else None
         if folder is not None:
             words = [words[0], os.path.join(self.workdir, folder, "bin", "activate")]
         elif "/" in words[0] and not os.path.isabs(words[0]):
@@ -332,8 +345,17 @@ class _Builder:
         return f"export {sets} {closes}; unset PYTHONHOME {closes}".rstrip()
 
     def rendered(
-        self, words: list[str], redirects: list[str], closes: str, env: tuple[tuple[str, str], ...] = ()
+        self, words: list[str], redirects: list[str], closes: str, env: tuple[tuple[str, str], ...] = (),
+        wrapper: tuple[str, ...] = (),
     ) -> str:
+        prefix = [f"{name}={shlex.quote(value)}" for name, value in env]  # this command's environment only
+        if wrapper:
+            # The wrapper by its absolute path, then the program it runs by the one the validator
+            # judged: a wrapper looking the name up on PATH itself could find another.
+            inner = self.head(words)
+            if inner[0] == "_agent_missing":  # not found: bash's message, as without the wrapper
+                return " ".join([*inner, *redirects, closes]).rstrip()
+            return " ".join([*prefix, *self.head(wrapper), *inner, *redirects, closes]).rstrip()
         if words[0] == "cd":  # a later `cd DIR` (checked by change_folder): nothing runs outside that folder
             return f"cd -- {shlex.quote(words[1])} || exit 1"
         folder = activated(tuple(words))
@@ -346,17 +368,18 @@ class _Builder:
             return " ".join([words[0], *map(shlex.quote, words[1:]), *redirects, closes]).rstrip()
         if lookup_only(words):  # `command -v NAME` / `type NAME`: bash's own builtin (no such program), words quoted
             return " ".join(["builtin", *map(shlex.quote, words), *redirects, closes]).rstrip()
+        return " ".join([*prefix, *self.head(words), *redirects, closes]).rstrip()
+
+    def head(self, words: Sequence[str]) -> list[str]:
+        """``words`` quoted, the program replaced by the absolute path it resolves to."""
         program = resolve_program(words[0], self.path_env, self.workdir)
-        prefix = [f"{name}={shlex.quote(value)}" for name, value in env]  # this command's environment only
         if program is None:
-            head = ["_agent_missing", shlex.quote(self.as_written.get(words[0], words[0]))]
-        else:
-            program = os.path.abspath(program)
-            if within(program, self.root):  # a program in the workspace: by the path the command sees
-                program = os.path.join(self.shown_as, os.path.relpath(program, self.root))
-            self.programs.append(program)
-            head = [shlex.quote(program), *map(shlex.quote, words[1:])]
-        return " ".join([*prefix, *head, *redirects, closes]).rstrip()
+            return ["_agent_missing", shlex.quote(self.as_written.get(words[0], words[0]))]
+        program = os.path.abspath(program)
+        if within(program, self.root):  # a program in the workspace: by the path the command sees
+            program = os.path.join(self.shown_as, os.path.relpath(program, self.root))
+        self.programs.append(program)
+        return [shlex.quote(program), *map(shlex.quote, words[1:])]
 
 
 _PRELUDE = """set -f
@@ -408,11 +431,13 @@ def prepare(
             len(plan.items) == 1 and len(plan.items[0].commands) == 1 and not only.redirects
             and only.stdin_text is None and not only.env and only.argv[0] not in ENVIRONMENT_BUILTINS
             and not lookup_only(only.argv)  # a builtin cannot be exec'd: it runs in the rebuilt script
+            and not only.wrapper  # its program is resolved in the rebuilt script, not looked up by the wrapper
         ):
             return PreparedPlan(argv=builder.words(only), workdir=command_workdir, shape=[1])
         if any(len(p.commands) > 1 and any(activated(c.argv) for c in p.commands) for p in plan.items):
             raise PlanError("an activation in a pipeline would reach no later part (the validator never plans one)")
-        parts = [[builder.command(c) for c in p.commands] for p in plan.items]  # in order: a cd moves later parts
+        # in order: a cd moves later parts
+        parts = [[(*builder.command(c), c.wrapper) for c in p.commands] for p in plan.items]
         status_fd = builder.keep(os.memfd_create("status", os.MFD_CLOEXEC))
         script_fd = builder.keep(os.memfd_create("script", os.MFD_CLOEXEC))
         # Every command closes every executor descriptor (after its own
@@ -420,7 +445,8 @@ def prepare(
         closes = " ".join(f"{fd}>&-" for fd in builder.fds)
         lines = [_PRELUDE]
         for i, pipeline in enumerate(parts):
-            body = " | ".join(builder.rendered(words, redirects, closes, env) for words, redirects, env in pipeline)
+            body = " | ".join(builder.rendered(words, redirects, closes, env, wrapper)
+                              for words, redirects, env, wrapper in pipeline)
             record = (
                 f'_agent_s=("${{PIPESTATUS[@]}}"); _agent_rc=${{_agent_s[-1]}}; '
                 f'printf \'%s %s\\n\' {i} "${{_agent_s[*]}}" >&{status_fd}'

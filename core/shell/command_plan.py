@@ -57,6 +57,12 @@ class SimpleCommand:
     # ``NAME=value`` written before the program: the environment of this
     # command only (names judged by core.shell.environment).
     env: tuple[tuple[str, str], ...] = ()
+    # A wrapper that only bounds or tunes the program (``timeout 60``,
+    # ``nice -n 10``, ``stdbuf -oL``, ``env NAME=value -u NAME``:
+    # core.shell.rules.wrappers), its words as written; ``argv`` is the
+    # program it runs, judged as if written alone. The executor runs the
+    # wrapper by its absolute path, then ``argv`` with the program resolved.
+    wrapper: tuple[str, ...] = ()
 
     def glob_flags(self) -> tuple[bool, ...]:
         return self.globs or tuple(False for _ in self.argv)

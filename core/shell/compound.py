@@ -32,7 +32,9 @@ from core.shell.stdin_names import (
 )
 from core.shell.environment import (
     ASSIGNMENT, ENVIRONMENT_BUILTINS, activated, after_activation, assignment_problem, harmless_name, judge_activation,
+    judge_unset,
 )
+from core.shell.rules.wrappers import UNWRAPPED, shown, unwrap, wrapped_problem
 from core.shell.tokens import Assign, Op, Redir, Token, Word
 from core.shell.verdict import H_GLOB, RANK, J, Verdict, rej
 
@@ -223,7 +225,46 @@ def _redirects(redirs: list[Redir], cwd: str | None, facts: WorkspaceFacts | Non
 
 
 def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None):
-    """Judge one simple command: (SimpleCommand, J, program, paths) or a rejection."""
+    """Judge one simple command: (SimpleCommand, J, program, paths) or a rejection.
+    A wrapper that only bounds or tunes its program (rules/wrappers.py) is
+    taken off: the program after it is judged as the command."""
+    words = [t for t in tokens if type(t) is Word]
+    wrapped = unwrap(tuple(w.value for w in words)) if words and words[0].value in UNWRAPPED else None
+    if wrapped is None:
+        return _plain_command(tokens, cwd, facts)
+    if isinstance(wrapped, J):
+        return wrapped
+    outer, inner = words[: wrapped.size], words[wrapped.size]
+    name = shown(tuple(w.value for w in outer))
+    if any(w.glob for w in outer):
+        return rej(f"a pattern in the words of `{outer[0].value}` is not allowed", H_GLOB)
+    problem = _first_word_problem(inner)
+    if problem is None and "$" in inner.value:
+        problem = rej(f"the program name `{inner.value}` has a `$`", "write the program's name literally")
+    unset = judge_unset([(var, False) for var in wrapped.unsets]) if wrapped.unsets else None
+    problem = problem or wrapped_problem(wrapped, tuple(w.value for w in words[wrapped.size:]), unset)
+    if problem is not None:
+        return rej(f"`{name}` runs `{inner.value}`: {problem.reason}", problem.hint)
+    # env's assignments are judged as `NAME=value PROGRAM` (the plan keeps them in the wrapper's words)
+    prefix = [t for t in tokens if type(t) is Assign]
+    assigns = [Assign(outer[0].start, outer[0].end, var, value) for var, value in wrapped.assigns]
+    got = _plain_command([*prefix, *assigns, *[t for t in tokens if t not in outer and type(t) is not Assign]],
+                         cwd, facts)
+    if isinstance(got, J):
+        return rej(f"`{name}` runs `{inner.value}`: {got.reason}", got.hint)
+    command, j, program, paths = got
+    reason = f"`{name}` runs `{program}`: {j.reason}"
+    if unset is not None and unset.verdict == "ask" and j.verdict == "allow":
+        j = J("ask", f"{reason}; `env -u {wrapped.unsets[0]}` removes a variable that may change what it does",
+              None, j.destructive)
+    else:
+        j = J(j.verdict, reason, None, j.destructive)
+    env = tuple((a.name, a.value) for a in prefix)
+    command = replace(command, verdict=j.verdict, reason=j.reason, env=env, wrapper=tuple(w.value for w in outer))
+    return command, j, program, paths
+
+
+def _plain_command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None):
     words: list[Word] = []
     redirs: list[Redir] = []
     env: list[Assign] = []

@@ -35,6 +35,7 @@ from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
 from core.shell.opaque_text import BRACE, alternatives, anchored, scan, skeleton, substitutions, unclosed_brace
 from core.shell.tokens import Assign, Redir, Word
 from core.shell.rules.rejected import lookup_only
+from core.shell.rules.wrappers import UNWRAPPED, Wrapped, unwrap
 from core.shell.verdict import RANK, J, Verdict, rej
 
 # An unknown expansion is judged as this word: a relative path inside the
@@ -332,6 +333,7 @@ class _Judge:
         words = []
         unknown_target = False
         literal = True  # every word as written (no variable, substitution or brace)
+        fixed: list[bool] = []  # the same, word by word
         for p in n.parts:
             if p.kind == "assignment" and not words:
                 m = ASSIGNMENT.match(p.word)
@@ -349,7 +351,8 @@ class _Judge:
                 value, glob, unknown = self.value(p)
                 if self.braces:
                     spread.append((len(tokens), alternatives(value, self.braces)))
-                literal = literal and not (unknown or getattr(p, "parts", None) or self.braces)
+                fixed.append(not (unknown or getattr(p, "parts", None) or self.braces))
+                literal = literal and fixed[-1]
                 if len(words) == 1 and (unknown or getattr(p, "parts", None) or self.braces):
                     what = "a brace expansion" if self.braces else "a variable or a substitution"
                     raise _Stop(rej(f"the program name `{self.show(p)}` is {what}: what runs "
@@ -372,6 +375,12 @@ class _Judge:
             raise _Stop(problem, self.show(n))
         name = first.value
         argv = tuple(t.value for t in tokens if type(t) is Word)
+        wrapped = unwrap(argv) if name in UNWRAPPED else None
+        if isinstance(wrapped, Wrapped) and not all(fixed[: wrapped.size + 1]):
+            # bash expands the wrapper's words and its program's name before it runs: what runs cannot be known
+            raise _Stop(rej(f"a word of `{name}` or the name of the program it runs is a variable, a substitution "
+                            "or a brace expansion: what runs cannot be known",
+                            "write the wrapper's options and the program's name literally"), self.show(n))
         if name in _NEVER and not (literal and lookup_only(argv)):  # `command -v NAME` only prints (its rule)
             raise _Stop(rej(f"`{name}` runs code the validator cannot see (or changes the shell itself)",
                             "run the command itself directly"), self.show(n))
@@ -468,7 +477,7 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
     reason = f"{OPAQUE}: {what}{reads}; runs as a script whose effects are checked; strictest part `{where}`: {j.reason}"
     commands = tuple(
         c if RANK[c.verdict] >= RANK["ask"] else SimpleCommand(
-            c.argv, c.globs, c.redirects, c.stdin_text, "ask", c.reason, c.destructive, c.env)
+            c.argv, c.globs, c.redirects, c.stdin_text, "ask", c.reason, c.destructive, c.env, c.wrapper)
         for c in judge.commands
     )
     plan = CommandList(tuple(Pipeline((c,)) for c in commands), (";",) * (len(commands) - 1), None, s)

@@ -21,12 +21,13 @@ from core.shell.rules import (
     readonly,
     rejected,
     sed,
+    wrappers,
 )
 
 # Later modules win where a name appears twice (a specific rule over a family).
 RULE_MODULES = (rejected, destructive, builds, host, readonly, per_item, fetch, sed, awk, jq, interpreters, git)
 # Every module with a CASES table (tests/shell/test_shell_rules.py runs them all).
-CASE_MODULES = (*RULE_MODULES, git_changes, programs, compound, environment, evaluation)
+CASE_MODULES = (*RULE_MODULES, git_changes, wrappers, programs, compound, environment, evaluation)
 
 for _module in RULE_MODULES:
     if _module is not host:

@@ -190,17 +190,17 @@ REJECTS: list[tuple[str, str, str]] = [
     ("killall node", _KILL, "kills processes"),
     ("killall5", _KILL, "kills processes"),
     # wrappers
-    ("env rm x", _WRAP, "wrapper"),
+    ("env -S 'rm x'", _WRAP, "wrapper"),  # `env NAME=value rm x` is judged as `rm x`
     ("xargs rm", _WRAP, "named on stdin"),  # xargs is judged by its command; files from stdin
     ("env -i sh", _WRAP, "wrapper"),  # bare `env` only prints the environment, as printenv (allowed)
     ("/usr/bin/env python3 x.py", _WRAP, "wrapper"),
     ("xargs -0 -n1 sh -c id", _WRAP, "inline code"),  # xargs is judged by the command it runs
-    ("timeout 5 rm x", _WRAP, "wrapper"),
-    ("nice -n 19 make", _WRAP, "wrapper"),
+    ("timeout 5 timeout 3 rm x", _WRAP, "wrapper"),  # `timeout 5 rm x` is judged as `rm x`
+    ("nice -n 19 nohup make", _WRAP, "wrapper"),
     ("ionice -c3 ls", _WRAP, "wrapper"),
     ("nohup ./server", _WRAP, "wrapper"),
     ("setsid sh", _WRAP, "wrapper"),
-    ("stdbuf -oL ls", _WRAP, "wrapper"),
+    ("stdbuf -oL watch ls", _WRAP, "wrapper"),
     ("/usr/bin/time ls", _WRAP, "wrapper"),
     ("watch ls", _WRAP, "wrapper"),
     ("strace ls", _WRAP, "wrapper"),
