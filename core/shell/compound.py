@@ -55,6 +55,9 @@ def _first_word_problem(first: Word) -> J | None:
         )
     if first.glob:
         return rej(f"a glob in the program name `{first.value}` is not allowed", H_GLOB)
+    if first.value == "time":
+        return rej("the shell keyword `time` is not supported (it times a pipeline in a shell)",
+                   "drop `time`: the bash tool's result already reports the call's duration (`duration_s`)")
     if first.value in RESERVED:
         return rej(
             f"the shell keyword `{first.value}` is not allowed (no control flow, groups or functions)",

@@ -310,4 +310,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("for f in *; do timeout $f ls; done", "reject", "cannot be known"),
     ("for f in *; do env X=$f ls; done", "reject", "cannot be known"),  # split into words by bash
     ("for f in *; do env GIT_DIR=x git log -1 $f; done", "reject", "not allowed"),
+    # `time` is bash's keyword: the tool's result already reports the duration
+    ("time pytest -q", "reject", "`time` is not supported"),
+    ("time -p ls", "reject", "not supported"),
 ]
