@@ -195,6 +195,8 @@ def unwrap(argv: tuple[str, ...] | list[str]) -> Wrapped | J | None:
     if got >= len(args):
         return _refused(name, "has no program to run")
     inner = args[got]
+    if inner.startswith("-"):  # an option after the duration or a second `--`: not a program
+        return _refused(name, f"has `{inner}` where its program should be")
     if inner in UNWRAPPED or inner == "time":
         return rej(f"`{name}` runs another wrapper, `{inner}`", f"write one wrapper before the program, or {H_WRAPPER}")
     return Wrapped(1 + got, tuple(assigns), tuple(unsets))
@@ -282,6 +284,9 @@ CASES: list[tuple[str, str, str | None]] = [
     ("timeout x ls", "reject", "literal duration"),
     ("timeout 5m30s ls", "reject", "literal duration"),
     ("timeout -- ls", "reject", "literal duration"),
+    ("timeout -- 5 ls", "allow", None),
+    ("timeout 5 -- ls", "reject", "where its program should be"),
+    ("nice -n 5 -- -x", "reject", "where its program should be"),
     ("timeout 5", "reject", "no program"),
     ("timeout --sig=KILL 5 ls", "reject", "not modelled"),  # an abbreviation
     ("timeout -s 5 ls", "reject", "literal duration"),  # 5 is the signal: no duration left
