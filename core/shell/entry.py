@@ -29,7 +29,7 @@ def validate_command(command: str, facts: WorkspaceFacts | None = None) -> Verdi
 
     What the plain subset cannot prove (loops, conditions, functions, unknown
     variables, command substitution, subshells, groups) is judged again as an
-    opaque script (opaque.py): every simple command inside is judged, and the
+    opaque script (core.shell.opaque): every simple command inside is judged, and the
     whole is at best ``ask`` with ``opaque=True``."""
     verdict, final = _validate(command, facts)
     if final or verdict.verdict != "reject" or not isinstance(command, str):

@@ -5,7 +5,7 @@ over a family."""
 
 from __future__ import annotations
 
-from core.shell import compound, environment, evaluation, programs
+from core.shell import compound, environment, programs
 from core.shell.programs import HANDLERS, OPTION_SPECS, PATH_FINDERS
 from core.shell.rules import (
     awk,
@@ -27,7 +27,7 @@ from core.shell.rules import (
 # Later modules win where a name appears twice (a specific rule over a family).
 RULE_MODULES = (rejected, destructive, builds, host, readonly, per_item, fetch, sed, awk, jq, interpreters, git)
 # Every module with a CASES table (tests/shell/test_shell_rules.py runs them all).
-CASE_MODULES = (*RULE_MODULES, git_changes, wrappers, programs, compound, environment, evaluation)
+CASE_MODULES = (*RULE_MODULES, git_changes, wrappers, programs, compound, environment)
 
 for _module in RULE_MODULES:
     if _module is not host:

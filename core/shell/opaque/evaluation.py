@@ -7,7 +7,7 @@ repository, say), ``let v``, ``declare -i n=$v``, ``echo ${a[$v]}``,
 (``declare -n r=$v`` then ``$r``), prompt expansion (``${v@P}``) and
 ``mapfile -C CALLBACK`` (the callback is a command written in a word). The
 command that runs is in no word the validator reads, so an opaque script
-(opaque.py) that would evaluate an unknown value refuses instead; literal
+(judge.py) that would evaluate an unknown value refuses instead; literal
 subscripts and offsets (``${a[0]}``, ``${a[@]}``, ``${s:1:2}``) evaluate
 nothing but themselves.
 

@@ -20,7 +20,7 @@ characters, non-ASCII outside quotes, and everything the rules reject
 Constructs bashlex cannot parse (``case``, ``[[ ]]``, ``$((...))``) keep the
 plain subset's rejection; so does a here-document inside a command
 substitution, whose later lines bashlex loses. Quoted here-document
-delimiters are read through a skeleton (opaque_text.skeleton).
+delimiters are read through a skeleton (text.skeleton).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import bashlex
 from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
 from core.shell.compound import _command, _first_word_problem, runs_download
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, unset_problem
-from core.shell.evaluation import evaluating_builtin, evaluating_expansion
+from core.shell.opaque.evaluation import evaluating_builtin, evaluating_expansion
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
-from core.shell.opaque_text import BRACE, alternatives, anchored, scan, skeleton, substitutions, unclosed_brace
+from core.shell.opaque.text import BRACE, alternatives, anchored, scan, skeleton, substitutions, unclosed_brace
 from core.shell.tokens import Assign, Redir, Word
 from core.shell.rules.rejected import lookup_only
 from core.shell.rules.wrappers import UNWRAPPED, Wrapped, unwrap
