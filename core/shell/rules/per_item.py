@@ -60,6 +60,20 @@ def find_exec(args: list[str]) -> J | None:
     return worst
 
 
+def find_delete(args: list[str]) -> J:
+    """``find ROOTS ... -delete``: it deletes what it matches under each root
+    (the root itself among them), judged as ``rm -rf ROOT`` on every root."""
+    worst: J | None = None
+    for root in _roots(args):
+        j = _inner("find -delete", ["rm", "-rf", "--", root])
+        if j.verdict == "reject":
+            return j
+        worst = j if worst is None or RANK[j.verdict] > RANK[worst.verdict] else worst
+    assert worst is not None  # _roots names one root at least
+    return J(worst.verdict, f"`find -delete` deletes the files it matches: {worst.reason.split(': ', 1)[-1]}",
+             None, True, worst.writes)
+
+
 def _roots(args: list[str]) -> list[str]:
     """find's starting points: the words before the first option or predicate."""
     roots = []
@@ -124,6 +138,13 @@ CASES: list[tuple[str, str, str | None]] = [
     ("find src -type f -exec grep -l X {} +", "allow", None),
     ("find . -name '*.py' -exec grep -l X {} \\; | head -5", "allow", None),
     ("find . -exec rm '{}' ';'", "ask+destructive", "deletes"),
+    # -delete is `rm -rf` on what it matches under each root
+    ("find . -name '*.pyc' -delete", "ask+destructive", "deletes the files it matches"),
+    ("find build dist -type f -delete", "ask+destructive", "deletes the files it matches"),
+    ("find / -name '*.pyc' -delete", "reject", "outside the workspace"),
+    ("find . .. -delete", "reject", "outside the workspace"),
+    ("find ~ -name x -delete", "reject", "outside the workspace"),
+    ("find . -name x -delete -exec cat {} +", "ask+destructive", None),
     ("find . -execdir sh -c id ';'", "reject", "inline code"),
     ("find . -exec sudo rm {} \\;", "reject", "privilege"),
     ("find . -ok rm '{}' ';'", "reject", "terminal"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 from core.shell.options import Opts, generic_allow, long_hit, opts, scan, short_hit
-from core.shell.rules.per_item import find_exec
+from core.shell.rules.per_item import find_delete, find_exec
 from core.shell.programs import Handler, family
 from core.shell.stdin_names import family_names_from
-from core.shell.verdict import RANK, ask_writes, H_DELETE, H_SYSTEM, J, allow, ask, rej
+from core.shell.verdict import RANK, ask_writes, H_SYSTEM, J, allow, ask, rej
 
 
 READONLY_OPTS: dict[str, Opts] = {
@@ -371,7 +371,7 @@ def _find_predicates(args: list[str]) -> J:
     for a in args:
         if a in _FIND_REJECT:
             if a == "-delete":
-                return rej("`find -delete` deletes files", H_DELETE)
+                return find_delete(args)
             if a.startswith("-f"):
                 return rej(f"`find {a}` writes a file", "let find print to its output (`-print`), which is returned to you")
             return rej(
@@ -464,7 +464,7 @@ CASES: list[tuple[str, str, str | None]] = [
     ("rg --pre sh foo", "reject", "runs another program"),
     ("rg -z foo", "ask", "decompression"),
     ("find . -name '*.py' -type f", "allow", "lists files"),
-    ("find . -delete", "reject", "deletes"),
+    ("find . -delete", "ask+destructive", "deletes"),
     ("find . -newer x -frobnicate", "ask", "-frobnicate"),
     ("tail -5f log.txt", "reject", "never ends"),
     ("tail -n 5 log.txt", "allow", None),

@@ -231,7 +231,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("find . -execdir sh -c id ';'", _WRAP, "-execdir"),
     ("find . -ok rm '{}' ';'", _WRAP, "-ok"),
     ("find . -okdir rm '{}' +", _WRAP, "-okdir"),
-    ("find . -delete", _DESTROY, "deletes"),
+    ("find /srv -type f -delete", _DESTROY, "outside the workspace"),  # (inside it: ask, destructive)
     ("find / -name x -delete", _DESTROY, "deletes"),
     ("find . -fprint out", _DESTROY, "writes a file"),
     ("find . -fprintf out '%p'", _DESTROY, "writes a file"),
