@@ -307,16 +307,42 @@ def _h_tclsh(name: str, args: list[str]) -> J:
     return ask(f"`{name} {args[0]}` runs a Tcl program")
 
 
+# Dot-commands that only print or set how results print. Any other (.shell,
+# .system, .output, .once, .load, .read, .import, .open, .backup, .cd, .log ...)
+# may run a program, load code, or read or write a file the validator never sees.
+_SQLITE_DOT_PRINTS = frozenset(
+    ".schema .fullschema .tables .indexes .indices .databases .dbinfo .headers .header .mode .show .width "
+    ".nullvalue .separator .timer .stats .eqp .help .print .version .dump .changes .echo .bail .quit .exit".split()
+)
+# Options whose value is the next word (an -init file runs its dot-commands).
+_SQLITE_VALUES = frozenset(
+    "-separator -newline -nullvalue -vfs -maxsize -mmap -pagecache -lookaside -heap -escape -cmd -init".split()
+)
+
+
 def _h_sqlite(name: str, args: list[str]) -> J:
-    for a in args:
+    pos: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
         if a.startswith(("-cmd", "--cmd")):
             return rej(f"`{name} -cmd` runs dot-commands, which can start shell commands", H_SCRIPT)
-    pos = [a for a in args if not a.startswith("-")]
-    if any(p.lstrip().startswith(".") for p in pos[1:]):
-        return rej(
-            f"`{name}` dot-commands (e.g. .shell, .system, .output) can run programs or write files",
-            "pass plain SQL only",
-        )
+        if a.lstrip("-") == "init" and args[i : i + 1] != ["/dev/null"]:
+            return rej(f"`{name} -init FILE` runs the dot-commands in FILE, which can start shell commands",
+                       "pass the SQL as an argument")
+        if a.startswith("-"):
+            i += "-" + a.lstrip("-") in _SQLITE_VALUES
+        else:
+            pos.append(a)
+    for p in pos[1:]:
+        command = p.lstrip()
+        if command.startswith(".") and command.split(None, 1)[0] not in _SQLITE_DOT_PRINTS:
+            return rej(
+                f"`{name}` dot-command `{command.split(None, 1)[0]}` (like .shell, .system, .output) "
+                "can run programs or read or write files",
+                "pass SQL, or a dot-command that only prints (.tables, .schema, .headers on, .mode csv)",
+            )
     if len(pos) <= 1:
         return rej(f"`{name}` without SQL {INTERACTIVE_INTERP}", "pass the database file and the SQL as arguments")
     return ask(f"`{name}` runs SQL that may change the database")
@@ -374,5 +400,15 @@ CASES: list[tuple[str, str, str | None]] = [
     ("bash -x ./hooks/run.sh", "ask", "runs a shell script"),
     ("bash -x -c id", "reject", "inline code"),
     ("bash -n", "reject", "inline code"),
-    ("sqlite3 db '.shell id'", "reject", "dot-commands"),
+    ("sqlite3 db '.shell id'", "reject", "dot-command `.shell`"),
+    ("sqlite3 db .tables", "ask", "runs SQL"),
+    ("sqlite3 -header -column app.db '.schema users' 'select * from users limit 5'", "ask", None),
+    ("sqlite3 -separator , db '.mode csv' 'select 1'", "ask", None),
+    ("sqlite3 db .tables '.system id'", "reject", "`.system`"),
+    ("sqlite3 db '.output /tmp/x' 'select 1'", "reject", "`.output`"),
+    ("sqlite3 db \".load ./evil\"", "reject", "`.load`"),
+    ("sqlite3 db '.read x.sql'", "reject", "`.read`"),
+    ("sqlite3 -init evil.sql db 'select 1'", "reject", "-init"),
+    ("sqlite3 -init /dev/null db 'select 1'", "ask", None),
+    ("sqlite3 -cmd '.shell id' db 'select 1'", "reject", "-cmd"),
 ]

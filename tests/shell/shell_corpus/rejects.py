@@ -282,7 +282,7 @@ REJECTS: list[tuple[str, str, str]] = [
     ("sed --expr '1e id' f", _INLINE, "`e` command"),
     ("gawk --so='BEGIN{system(1)}'", _INLINE, "may run commands"),
     ("gawk --lo=x 'BEGIN{}'", _INLINE, "shared library"),
-    ("sqlite3 db '.shell id'", _INLINE, "dot-commands"),
+    ("sqlite3 db '.shell id'", _INLINE, "dot-command"),
     ("sqlite3 db -cmd '.shell id'", _INLINE, "dot-commands"),
     ("make --eval='$(shell id)'", _PARSE, "quotes that do not span the whole word"),
     ("echo '${'+", _PARSE, "quotes that do not span the whole word"),  # hangs bashlex 0.18
