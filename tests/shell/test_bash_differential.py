@@ -1,0 +1,165 @@
+"""Differential test: what the bash tool runs means what bash means.
+
+The validator judges a command by its own reading of bash; the executor
+runs the validated plan, never the string. Both readings must agree with
+bash itself, or the command judged is not the command run. Each generated
+command (tests/shell/bash_differential_gen.py) the validator plans without
+an opaque script is run twice, with real processes in the real sandbox:
+
+- through the tool's own path: ``validate_in_workspace`` then
+  ``execute_plan`` (read-only for an ``allow``, as the tool runs it);
+- through ``bash -c`` in the same sandbox, with the same environment and the
+  same paths: on a copy of the workspace bound at the workspace's path.
+
+Output (stdout and stderr merged, in order) and exit status must match
+after the normalisations below, each of which says why it is harmless;
+the copy must be unchanged after an ``allow``ed command (it ran writable).
+
+``DIFF_FUZZ_EXAMPLES=5000`` explores longer; ``DIFF_FUZZ_SEED`` picks
+another sequence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from activities.bash.executor import PlanError, execute_plan
+from activities.bash.facts import validate_in_workspace
+from activities.sandbox.process import execute
+from tests.shell.bash_differential_gen import build_workspace, commands
+from tests.shell.bash_exec_helpers import _default_settings, _require_bwrap  # noqa: F401 - autouse fixture
+
+EXAMPLES = int(os.environ.get("DIFF_FUZZ_EXAMPLES", "300"))
+SEED = int(os.environ.get("DIFF_FUZZ_SEED", "20261202"))
+WORKERS = 3
+REFUSED: list[str] = []
+
+pytestmark = pytest.mark.timeout(max(120, EXAMPLES // 5))
+
+
+def _tree(root: Path) -> dict[str, tuple[str, str]]:
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder, name)
+            rel = str(path.relative_to(root))
+            if path.is_symlink():
+                out[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                out[rel] = ("dir", "")
+            else:
+                out[rel] = ("file", path.read_bytes().hex())
+    return out
+
+
+# bash names itself and the line in its own error messages: `bash: line 1: `
+# for `bash -c`, the memory file's path for the executor's rebuilt script.
+# Only the prefix differs; the message and the status stay compared.
+_BASH_PREFIX = re.compile(r"^(?:bash|/proc/self/fd/\d+|/bin/bash|/usr/bin/bash): (?:line \d+: )?", re.M)
+# Programs run by absolute path name themselves by it in messages and
+# usage lines (`/usr/bin/ls: cannot access ...`): same program, same words.
+_PROGRAM_PATH = re.compile(r"(?:/usr)?/bin/(?=[a-z\[])")
+
+
+# bash names a redirection's missing file as written; the executor's script
+# opens it by its checked path under the workspace (the same file).
+_OPEN_ERROR = re.compile(r"^bash: (?:[^\n]*/)?([^/\n]*): (No such file or directory|Is a directory)$", re.M)
+
+
+def normalise(text: str) -> str:
+    text = _PROGRAM_PATH.sub("", _BASH_PREFIX.sub("bash: ", text))
+    return _OPEN_ERROR.sub(r"bash: \1: \2", text)
+
+
+# The executor runs every program by its absolute path, never a builtin of the
+# same name: the reference runs the same programs, so that what is compared is
+# bash's reading of the words, not coreutils' printf against bash's (`%q`,
+# messages, `echo --help`: each its own program's rendering of the same argv).
+BUILTINS_OFF = "enable -n echo printf pwd test [ true false\n"
+
+
+async def _compare(root: Path, copy: Path, tool: str, reference: str, baseline: dict) -> str | None:
+    """A description of the mismatch, or None (agree, or not planned)."""
+    verdict = validate_in_workspace(tool, str(root))
+    plan = verdict.plan
+    if verdict.verdict != "allow" or plan is None or plan.script is not None:
+        return None
+    try:
+        ours = await execute_plan(plan, str(root), 20, read_only=True)
+    except PlanError as exc:
+        ours_text, ours_code = f"(plan error) {exc}", None
+    else:
+        ours_text, ours_code = normalise(ours.output), ours.exit_code
+    theirs = await execute(["bash", "-c", BUILTINS_OFF + reference], str(root), 20, bind_source=str(copy))
+    theirs_text = normalise(theirs.output)
+    problems = []
+    if ours_code is None:
+        # The executor refused a plan the validator allowed (a redirection
+        # through a symbolic link, a cd out of the workspace): fail-closed,
+        # nothing ran. Counted, not compared.
+        REFUSED.append(f"{tool!r}: {ours_text}")
+    elif (ours_text, ours_code) != (theirs_text, theirs.exit_code):
+        problems.append(f"ours {ours_code}: {ours_text!r}\n  bash {theirs.exit_code}: {theirs_text!r}")
+    after = _tree(copy)
+    if after != baseline:
+        problems.append(f"bash changed the workspace: {sorted(set(after.items()) ^ set(baseline.items()))}")
+        shutil.rmtree(copy)
+        shutil.copytree(root, copy, symlinks=True)
+    if not problems:
+        return None
+    return f"{tool!r} (bash: {reference!r}) [{verdict.verdict}]\n  " + "\n  ".join(problems)
+
+
+async def _run_all(root: Path, copies: list[Path], cases: list[tuple[str, str]]) -> tuple[int, list[str]]:
+    baseline = _tree(root)
+    queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    for case in cases:
+        queue.put_nowait(case)
+    mismatches: list[str] = []
+    compared = [0]
+
+    async def worker(copy: Path) -> None:
+        while not queue.empty():
+            tool, reference = queue.get_nowait()
+            found = await _compare(root, copy, tool, reference, baseline)
+            compared[0] += 1
+            if found:
+                mismatches.append(found)
+
+    await asyncio.gather(*(worker(c) for c in copies))
+    return compared[0], mismatches
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    base = tmp_path_factory.mktemp("diff")
+    root = base / "ws"
+    root.mkdir()
+    build_workspace(root)
+    copies = []
+    for i in range(WORKERS):
+        copy = base / f"copy{i}"
+        shutil.copytree(root, copy, symlinks=True)
+        copies.append(copy)
+    return root, copies
+
+
+async def test_generated_commands_mean_what_bash_means(trees: tuple[Path, list[Path]]) -> None:
+    await _require_bwrap()
+    root, copies = trees
+    cases = commands(SEED, EXAMPLES)
+    compared, mismatches = await _run_all(root, copies, cases)
+    allowed = sum(
+        1 for tool, _ in cases
+        if (v := validate_in_workspace(tool, str(root))).verdict == "allow" and v.plan and v.plan.script is None
+    )
+    print(f"\ndifferential: {len(cases)} generated, {allowed} allowed and planned, compared with bash "
+          f"({len(REFUSED)} of them refused by the executor, fail-closed)")
+    assert allowed >= len(cases) // 4, "the generator should mostly produce commands the validator plans"
+    assert not mismatches, f"{len(mismatches)} mismatches:\n" + "\n".join(mismatches[:40])
