@@ -66,6 +66,7 @@ from core.shell.environment import ENVIRONMENT_BUILTINS, activated
 from core.shell.git_config import git_folders
 from core.shell.rules.rejected import lookup_only
 from core.shell.rules.wrappers import UNWRAPPED
+from core.shell.tokens import BASH_ONLY_BRACKET
 
 MAX_GLOB_MATCHES = 10_000
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -167,6 +168,9 @@ def expand_glob(word: str, workdir: str, root: str, resolved: bool = False) -> l
         raise PlanError("a word contains a NUL character")
     if ".." in word.split("/"):
         return [word]  # a pattern that climbs out of its folder is not expanded at all
+    if BASH_ONLY_BRACKET.search(word):
+        # Python's fnmatch reads `[^a]` and `[[:upper:]]` otherwise than bash: never expanded to other files
+        raise PlanError(f"the pattern {word!r} uses a bracket expression that is not expanded here")
     if os.path.isabs(word):
         matches = glob.glob(word)
     else:

@@ -577,4 +577,12 @@ CASES: list[tuple[str, str, str | None]] = [
     ("/opt/tools/ls -l", "ask", "standard system folder"),
     (".venv/bin/pytest -q", "ask", None),
     ("./run_tests.sh -v", "ask", "from the workspace"),
+    # globs the executor expands as bash does, and those it would expand otherwise
+    ("ls -d [.]* [a-c]* []]*", "allow", None),
+    ("ls -d [^a]*", "reject", "bracket expression"),
+    ("ls -d sub/[[:upper:]]*", "reject", "bracket expression"),
+    ("cat *[[=a=]]*", "reject", "bracket expression"),
+    # an unquoted empty value: bash drops the word, the plan would keep it
+    ("printf '%s|' $GIT_ASKPASS x", "reject", "parameter expansion"),
+    ("printf '%s|' \"$GIT_ASKPASS\" x", "allow", None),
 ]

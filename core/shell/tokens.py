@@ -91,6 +91,12 @@ _BAD_BODY = re.compile(
 _BAD_QUOTED_ASCII = re.compile(r"[\r\t]")
 _ANY = re.compile(r".", re.S)
 _GLOB_CHARS = re.compile(r"[*?\[]")
+# Bracket expressions the executor's glob (Python's fnmatch) reads otherwise
+# than bash: `[^a]` is a negation to bash and the set {^, a} to fnmatch;
+# `[[:upper:]]`, `[[=a=]]`, `[[.a.]]` are classes to bash and sets of
+# characters to fnmatch. Such a word is never planned (it would be expanded
+# to other files than bash would give the program).
+BASH_ONLY_BRACKET = re.compile(r"\[\^|\[([:=.])[^\]]*\1\]")
 # `{0}` in `stash@{0}`: no comma and no `..`, so bash does not brace-expand it
 _LITERAL_BRACES = re.compile(r"\{(?![^}]*(?:,|\.\.))[A-Za-z0-9_.:@%+=^/-]+\}")
 # `{}` anywhere in a word (xargs -I{}, {}.bak) is literal to bash when only plain
@@ -138,7 +144,9 @@ def _known(s: str, i: int, env: dict[str, str] | None, quoted: bool) -> tuple[in
     value = env.get(m.group(1) or m.group(2))
     if value is None or m.group(1) and s[m.end() : m.end() + 1] == "[":
         return None
-    if not quoted and not _LITERAL_VALUE.fullmatch(value):
+    if not quoted and not _LITERAL_VALUE.fullmatch(value) or not quoted and not value:
+        # bash splits and globs an unquoted value, and drops a word that comes
+        # out empty (`printf %s $EMPTY x` passes one argument): left unknown
         return None
     return m.end(), value
 
@@ -319,6 +327,11 @@ def _word(
         return rej(
             f"the glob {raw!r} could expand to option words chosen by file names (e.g. `--pre=./x`)",
             "put the glob after a fixed prefix (e.g. ./*.py) or quote it if the program takes a pattern",
+        )
+    if glob and BASH_ONLY_BRACKET.search(raw):
+        return rej(
+            f"the glob {raw!r} uses a bracket expression (`[^...]`, `[[:class:]]`) that is not expanded here",
+            "write the negation as `[!...]` and list the characters (e.g. `[A-Z]` for `[[:upper:]]`)",
         )
     if glob and quoted:
         return rej(
