@@ -220,6 +220,18 @@ class PreparedPlan:
         return "; ".join(recorded.get(i, "-") for i in range(len(self.shape)))
 
 
+def _no_linked_folder(target: str, path: str, root: str) -> None:
+    """Refuse a ``cd`` through a symbolic link. bash's ``cd`` is logical: after
+    ``cd link``, ``cd ..`` and ``pwd`` follow the name as written, while the
+    executor tracks (and runs in) the folder itself, so the parts after it
+    would run, and print, elsewhere than bash says."""
+    if os.path.exists(path) and os.path.realpath(path) != path:
+        raise PlanError(
+            f"cd {target!r}: the path goes through a symbolic link (bash would then read `..` and print the "
+            f"folder by the link's name); cd to the folder itself: {os.path.relpath(os.path.realpath(path), root)!r}"
+        )
+
+
 class _Builder:
     def __init__(self, root: str, workdir: str, path_env: str, read_only: bool) -> None:
         self.root, self.workdir, self.path_env, self.read_only = root, workdir, path_env, read_only
@@ -297,6 +309,7 @@ class _Builder:
         path = os.path.normpath(os.path.join(self.workdir, target))
         if not within(path, self.root) or (os.path.exists(path) and not within(os.path.realpath(path), self.root)):
             raise PlanError(f"cd {target!r}: not a folder inside the workspace")
+        _no_linked_folder(target, path, self.root)
         self.workdir = path
         return ["cd", os.path.join(self.shown_as, os.path.relpath(path, self.root))]
 
@@ -416,6 +429,7 @@ def prepare(
         workdir = os.path.realpath(os.path.join(seen_root, plan.cwd))
         if not within(workdir, seen_root) or not os.path.isdir(workdir):
             raise PlanError(f"cd {plan.cwd!r}: not a folder inside the workspace")
+        _no_linked_folder(plan.cwd, os.path.normpath(os.path.join(seen_root, plan.cwd)), seen_root)
     if not plan.items or any(not p.commands for p in plan.items) or len(plan.ops) != len(plan.items) - 1:
         raise PlanError("the plan is malformed (empty pipeline or list)")
     path_env = command_path(root) if path_env is None else path_env

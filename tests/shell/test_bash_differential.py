@@ -174,6 +174,12 @@ FOUND = [
     ("printf '[%s]\\n' ./[[:upper:]]*", "printf '[%s]\\n' ./[[:upper:]]*"),
     # an unquoted empty value: bash drops the word (now not planned)
     ("printf '%s|' $GIT_ASKPASS x", "printf '%s|' $GIT_ASKPASS x"),
+    # a cd through a symbolic link: bash's cd is logical (`..` after it is
+    # the link's parent, pwd names the link), the executor's was physical
+    # (now refused before anything runs)
+    ("cd deeplink && cd .. && pwd", "cd deeplink && cd .. && pwd"),
+    ("cd link && pwd -L", "cd link && pwd -L"),
+    ("cd sub && cd ../link && cd .. && ls -1", "cd sub && cd ../link && cd .. && ls -1"),
     # planned, and agreeing: a quoted empty value, ranges, `[.]`, `]` first
     ("printf '%s|' \"$GIT_ASKPASS\" x", "printf '%s|' \"$GIT_ASKPASS\" x"),
     ("printf '[%s]\\n' [a-c]* [.]* []]* sub/[a-z]*", "printf '[%s]\\n' ./[a-c]* ./[.]* ./[]]* sub/[a-z]*"),
@@ -183,8 +189,10 @@ FOUND = [
 async def test_found_mismatches_stay_fixed(trees: tuple[Path, list[Path]]) -> None:
     await _require_bwrap()
     root, copies = trees
+    REFUSED.clear()
     _, mismatches = await _run_all(root, copies[:1], FOUND)
     assert not mismatches, "\n".join(mismatches)
+    assert len(REFUSED) == 3 and all("symbolic link" in r for r in REFUSED), REFUSED
 
 
 def test_bracket_expressions_bash_reads_otherwise_are_not_expanded(tmp_path: Path) -> None:
