@@ -65,7 +65,8 @@ NAMES = [n for n in FILES if "/" not in n] + list(LINKS) + ["missing", "sub/one.
                                                            "sub/deep/three.txt", "../outside", "."]
 GLOBS = ["*", "*.txt", ".*", "*/", "sub/*", "sub/.*", "sub/*/*", "**", "**/*.py", "?", "??*", "[ab]*",
          "[!a]*", "[^a]*", "[a-c]*", "[[:upper:]]*", "[[:alpha:]]*", "*[0-9]*", "*name*", "*.nomatch",
-         "s*/d*", "[]]*", "[b]r]*", "[.]*", "*e", "link/*", "deeplink/*", "sub/[!t]*", "*.[tm][xd]*"]
+         "s*/d*", "[]]*", "[b]r]*", "[.]*", "*e", "link/*", "deeplink/*", "sub/[!t]*", "*.[tm][xd]*",
+         "[z-a]*", "[a-]*", "[-a]*", "sub/*/", "*/*/*", "[[]*", "*]", "[*]*", "[?]*"]
 VARS = ["$HOME", "${HOME}", "$TMPDIR", "$TERM", "${LANG}", "$CI", "$GIT_ASKPASS", "$USER", "${SHELL}"]
 _SAFE = "abcxyzABC019_.,:@%+=^-/"
 
@@ -215,7 +216,8 @@ class Gen:
             t, b = f"cd {folder} && {t}", f"cd {folder} && {b}"
         elif k == 1:
             change = self.pick(["export LC_ALL=C", "unset TERM", "export TZ=UTC", "unset CI NO_COLOR",
-                                "export LANG=C.UTF-8", "cd sub", "cd deeplink", "cd link", "cd ..", "cd"])
+                                "export LANG=C.UTF-8", "cd sub", "cd deeplink", "cd link", "cd ..", "cd",
+                                "cd deeplink && cd ..", "cd link && cd deep && cd ..", "cd sub && cd ../link"])
             t2, b2 = self.pipeline()
             t, b = f"{change} && {t2}", f"{change} && {b2}"
             if self.r.random() < 0.5:
