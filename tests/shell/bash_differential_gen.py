@@ -151,8 +151,10 @@ class Gen:
 
     # --- commands ------------------------------------------------------------
     def simple(self) -> tuple[str, str]:
-        k = self.r.randrange(14)
+        k = self.r.randrange(16)
         n = self.r.randint(0, 3)
+        if k >= 14:
+            return self.write()
         if k <= 3:
             t, b = self.args(n + 1)
             head = "printf '[%s]\\n'"
@@ -189,6 +191,23 @@ class Gen:
             t, b = self.args(n + 1)
             head = self.pick(["printf '%s|'", "printf '<%s>'", "printf -- '%s\\n'"])
         return " ".join([head, *t]), " ".join([head, *b])
+
+    def write(self) -> tuple[str, str]:
+        """A command that changes the workspace (asked, run on a copy)."""
+        target = self.pick(["out.txt", "a.txt", "'new file'", "sub/new.txt", '"sub/two words.txt"', "new\\ x"])
+        t, b = self.args(self.r.randint(1, 2))
+        op = self.pick([">", ">>", "&>", "2>"])
+        k = self.r.randrange(5)
+        if k == 0:
+            text = self.pick(["mkdir -p newdir/x", "touch new", "cp a.txt c.txt", "rm -f b.txt", "mv b.txt moved",
+                              "mkdir d && touch d/f", "rm -f -- -dash"])
+            return text, text
+        if k == 1:
+            text = f"cat {op} {target} <<'EOF'\nbody $HOME\nEOF"
+            return text, text
+        after = self.pick(["", f" && cat {target}", f"; wc -c {target}"])
+        return (f"printf '[%s]\\n' {' '.join(t)} {op} {target}{after}",
+                f"printf '[%s]\\n' {' '.join(b)} {op} {target}{after}")
 
     def heredoc(self) -> tuple[str, str]:
         body = self.pick(["plain text", "$HOME and ${TERM}", "a * b", "\\$x `y` \\\\", "  tab\tline", ""])

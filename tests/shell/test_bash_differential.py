@@ -39,6 +39,7 @@ EXAMPLES = int(os.environ.get("DIFF_FUZZ_EXAMPLES", "300"))
 SEED = int(os.environ.get("DIFF_FUZZ_SEED", "20261202"))
 WORKERS = 3
 REFUSED: list[str] = []
+RETRIES = 6
 
 pytestmark = pytest.mark.timeout(max(120, EXAMPLES // 5))
 
@@ -64,7 +65,8 @@ def _tree(root: Path) -> dict[str, tuple[str, str]]:
 _BASH_PREFIX = re.compile(r"^(?:bash|/proc/self/fd/\d+|/bin/bash|/usr/bin/bash): (?:line \d+: )?", re.M)
 # Programs run by absolute path name themselves by it in messages and
 # usage lines (`/usr/bin/ls: cannot access ...`): same program, same words.
-_PROGRAM_PATH = re.compile(r"(?:/usr)?/bin/(?=[a-z\[])")
+# (Case-blind: a later `tr a-z A-Z` may have upper-cased the message.)
+_PROGRAM_PATH = re.compile(r"(?:/usr)?/bin/(?=[a-z\[])", re.I)
 
 
 # bash names a redirection's missing file as written; the executor's script
@@ -84,39 +86,75 @@ def normalise(text: str) -> str:
 BUILTINS_OFF = "enable -n echo printf pwd test [ true false\n"
 
 
-async def _compare(root: Path, copy: Path, tool: str, reference: str, baseline: dict) -> str | None:
-    """A description of the mismatch, or None (agree, or not planned)."""
+def _planned(tool: str, root: Path):  # type: ignore[no-untyped-def]
+    """The verdict and plan the tool would run, or None (rejected, or opaque:
+    an opaque command runs its exact source with bash, nothing to compare)."""
     verdict = validate_in_workspace(tool, str(root))
-    plan = verdict.plan
-    if verdict.verdict != "allow" or plan is None or plan.script is not None:
+    if verdict.verdict == "reject" or verdict.plan is None or verdict.plan.script is not None:
         return None
+    return verdict
+
+
+def _reset(copy: Path, root: Path) -> None:
+    shutil.rmtree(copy)
+    shutil.copytree(root, copy, symlinks=True)
+
+
+async def _compare(root: Path, pair: tuple[Path, Path], tool: str, reference: str, baseline: dict) -> str | None:
+    """A description of the mismatch, or None (agree, or not planned).
+    ``pair``: bash's copy of the workspace, and ours for an ``ask``."""
+    verdict = _planned(tool, root)
+    if verdict is None:
+        return None
+    copy, mine = pair
+    allowed = verdict.verdict == "allow"
     try:
-        ours = await execute_plan(plan, str(root), 20, read_only=True)
+        if allowed:  # as the tool runs it: the workspace itself, mounted read-only
+            ours = await execute_plan(verdict.plan, str(root), 20, read_only=True)
+        else:
+            # Approved, the tool runs it on a copy-on-write view through a
+            # launcher, redirections opened by bash inside the sandbox: here a
+            # copy bound at the same path, with a launcher that adds nothing.
+            ours = await execute_plan(verdict.plan, str(root), 20, view=str(mine), wrap=list)
     except PlanError as exc:
         ours_text, ours_code = f"(plan error) {exc}", None
     else:
         ours_text, ours_code = normalise(ours.output), ours.exit_code
     theirs = await execute(["bash", "-c", BUILTINS_OFF + reference], str(root), 20, bind_source=str(copy))
     theirs_text = normalise(theirs.output)
+    for _ in range(RETRIES if allowed and ours_code is not None and "|" in tool else 0):
+        if (ours_text, ours_code) == (theirs_text, theirs.exit_code):
+            break
+        # The processes of a pipeline write to one output pipe at once (one's
+        # stderr, the next one's stdout): their order is a race, in bash too.
+        # Run both again; the same words agree in some run.
+        ours = await execute_plan(verdict.plan, str(root), 20, read_only=True)
+        ours_text, ours_code = normalise(ours.output), ours.exit_code
+        theirs = await execute(["bash", "-c", BUILTINS_OFF + reference], str(root), 20, bind_source=str(copy))
+        theirs_text = normalise(theirs.output)
     problems = []
     if ours_code is None:
-        # The executor refused a plan the validator allowed (a redirection
-        # through a symbolic link, a cd out of the workspace): fail-closed,
-        # nothing ran. Counted, not compared.
+        # The executor refused a plan the validator passed (a redirection
+        # through a symbolic link, a cd through one): fail-closed, nothing
+        # ran. Counted, not compared.
         REFUSED.append(f"{tool!r}: {ours_text}")
     elif (ours_text, ours_code) != (theirs_text, theirs.exit_code):
         problems.append(f"ours {ours_code}: {ours_text!r}\n  bash {theirs.exit_code}: {theirs_text!r}")
     after = _tree(copy)
+    if allowed and after != baseline:
+        problems.append(f"an allowed command changed the workspace: {sorted(set(after.items()) ^ set(baseline.items()))}")
+    elif not allowed and ours_code is not None and _tree(mine) != after:
+        problems.append(f"the trees differ: ours {sorted(set(_tree(mine).items()) ^ set(after.items()))}")
     if after != baseline:
-        problems.append(f"bash changed the workspace: {sorted(set(after.items()) ^ set(baseline.items()))}")
-        shutil.rmtree(copy)
-        shutil.copytree(root, copy, symlinks=True)
+        _reset(copy, root)
+    if not allowed and ours_code is not None:
+        _reset(mine, root)
     if not problems:
         return None
     return f"{tool!r} (bash: {reference!r}) [{verdict.verdict}]\n  " + "\n  ".join(problems)
 
 
-async def _run_all(root: Path, copies: list[Path], cases: list[tuple[str, str]]) -> tuple[int, list[str]]:
+async def _run_all(root: Path, pairs: list[tuple[Path, Path]], cases: list[tuple[str, str]]) -> tuple[int, list[str]]:
     baseline = _tree(root)
     queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
     for case in cases:
@@ -124,44 +162,46 @@ async def _run_all(root: Path, copies: list[Path], cases: list[tuple[str, str]])
     mismatches: list[str] = []
     compared = [0]
 
-    async def worker(copy: Path) -> None:
+    async def worker(pair: tuple[Path, Path]) -> None:
         while not queue.empty():
             tool, reference = queue.get_nowait()
-            found = await _compare(root, copy, tool, reference, baseline)
+            found = await _compare(root, pair, tool, reference, baseline)
             compared[0] += 1
             if found:
                 mismatches.append(found)
 
-    await asyncio.gather(*(worker(c) for c in copies))
+    await asyncio.gather(*(worker(p) for p in pairs))
     return compared[0], mismatches
 
 
 @pytest.fixture(scope="module")
-def trees(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+def trees(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[Path, Path]]]:
     base = tmp_path_factory.mktemp("diff")
     root = base / "ws"
     root.mkdir()
     build_workspace(root)
-    copies = []
+    pairs = []
     for i in range(WORKERS):
-        copy = base / f"copy{i}"
-        shutil.copytree(root, copy, symlinks=True)
-        copies.append(copy)
-    return root, copies
+        pair = (base / f"bash{i}", base / f"ours{i}")
+        for copy in pair:
+            shutil.copytree(root, copy, symlinks=True)
+        pairs.append(pair)
+    return root, pairs
 
 
-async def test_generated_commands_mean_what_bash_means(trees: tuple[Path, list[Path]]) -> None:
+async def test_generated_commands_mean_what_bash_means(trees: tuple[Path, list[tuple[Path, Path]]]) -> None:
     await _require_bwrap()
-    root, copies = trees
+    root, pairs = trees
     cases = commands(SEED, EXAMPLES)
-    compared, mismatches = await _run_all(root, copies, cases)
-    allowed = sum(
-        1 for tool, _ in cases
-        if (v := validate_in_workspace(tool, str(root))).verdict == "allow" and v.plan and v.plan.script is None
-    )
-    print(f"\ndifferential: {len(cases)} generated, {allowed} allowed and planned, compared with bash "
-          f"({len(REFUSED)} of them refused by the executor, fail-closed)")
+    compared, mismatches = await _run_all(root, pairs, cases)
+    verdicts = [v.verdict for tool, _ in cases if (v := _planned(tool, root)) is not None]
+    allowed = verdicts.count("allow")
+    print(f"\ndifferential: {len(cases)} generated, {len(verdicts)} planned and compared with bash "
+          f"({allowed} allowed, {len(verdicts) - allowed} asked; {len(REFUSED)} refused by the executor, "
+          "fail-closed)")
     assert allowed >= len(cases) // 4, "the generator should mostly produce commands the validator plans"
+    reasons = sorted({re.sub(r"'[^']*'", "X", r.split(": ", 1)[1])[:90] for r in REFUSED})
+    print("refused:", *reasons, sep="\n  ")
     assert not mismatches, f"{len(mismatches)} mismatches:\n" + "\n".join(mismatches[:40])
 
 
@@ -186,11 +226,11 @@ FOUND = [
 ]
 
 
-async def test_found_mismatches_stay_fixed(trees: tuple[Path, list[Path]]) -> None:
+async def test_found_mismatches_stay_fixed(trees: tuple[Path, list[tuple[Path, Path]]]) -> None:
     await _require_bwrap()
-    root, copies = trees
+    root, pairs = trees
     REFUSED.clear()
-    _, mismatches = await _run_all(root, copies[:1], FOUND)
+    _, mismatches = await _run_all(root, pairs[:1], FOUND)
     assert not mismatches, "\n".join(mismatches)
     assert len(REFUSED) == 3 and all("symbolic link" in r for r in REFUSED), REFUSED
 
