@@ -370,6 +370,11 @@ def _show(tokens: list[Token], s: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+# A glob after a part that may change files: the opaque reading (bash itself,
+# captured) gives it bash's meaning (entry.py).
+GLOB_AFTER_CHANGE = "expanded by bash after the earlier parts, which may change files, ran"
+
+
 def judge_tokens(
     split: tuple[list[list[list[Token]]], list[str]], s: str, facts: WorkspaceFacts | None
 ) -> Verdict:
@@ -396,6 +401,8 @@ def judge_tokens(
     pipelines, worst, k = [], None, 0
     downloaded: set[str] = set()
     active: list[tuple[str, tuple[str, ...]]] = []  # activated virtual environments: (DIR, its workspace programs)
+    changes = False  # an earlier part may change files
+    late_glob: Verdict | None = None  # (a later part's rejection is the more useful reason)
     for pipeline in items:
         commands = []
         for part in pipeline:
@@ -444,6 +451,12 @@ def judge_tokens(
                 ):
                     j = names_linked(j, command.argv, linked)
                 command = replace(command, verdict=j.verdict, reason=j.reason)
+            if changes and True in command.globs[1:] and late_glob is None:
+                # The executor expands globs before the command runs; bash expands
+                # this one after the earlier parts ran (`touch new; ls *` lists `new`).
+                late_glob = Verdict("reject", f"part {k} of {total} (`{_show(part, s)}`): its glob is "
+                                    f"{GLOB_AFTER_CHANGE}", "run it as its own bash call, after this one",
+                                    program, command.argv)
             ran = runs_download(program, part_paths, downloaded)
             if ran is not None:
                 return Verdict("reject", f"part {k} of {total} (`{_show(part, s)}`) is rejected: {ran.reason}",
@@ -451,11 +464,14 @@ def judge_tokens(
             if program in _FETCHERS:
                 downloaded.update(part_paths)
             commands.append(command)
+            changes = changes or j.verdict != "allow"  # only an `allow`ed part is known to change no file
             paths.extend(part_paths)
             if worst is None or RANK[j.verdict] > RANK[worst[1].verdict]:
                 worst = ((k, part), j, program, command.argv)
         pipelines.append(Pipeline(tuple(commands)))
     assert worst is not None
+    if late_glob is not None:
+        return late_glob
     (k, part), j, program, argv = worst
     name = f"part {k} of {total} (`{_show(part, s)}`)" if total > 1 else ""
     plan = CommandList(tuple(pipelines), tuple(ops), start)  # type: ignore[arg-type]
@@ -512,6 +528,12 @@ CASES: list[tuple[str, str, str | None]] = [
     ("cd a && cd b && cat x", "allow", None),
     ("cd src\nrm -rf ../..", "reject", "outside the workspace"),
     ("ls && cd ..", "reject", "leaves the workspace"),
+    # a glob after a part that may change files: bash expands it after that part
+    # ran, the executor before the command: read as an opaque script instead
+    ("touch new; ls -1 *", "ask", "opaque"),
+    ("mkdir -p out && cp *.txt out/", "ask", "opaque"),
+    ("ls *.txt && touch new", "ask", None),
+    ("ls *.txt && cat *.md", "allow", None),
     ("ls && cd /etc && cat passwd", "reject", "leaves the workspace"),
     ("cd -P src && ls", "reject", "one plain folder"),
     # globs in arguments, not in the program word

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from core.shell.compound import judge_tokens, split_tokens
+from core.shell.compound import GLOB_AFTER_CHANGE, judge_tokens, split_tokens
 from core.shell.environment import ACTIVATE_SETS, ACTIVATE_UNSETS, KNOWN_ENV, NAME
 from core.shell.facts import WorkspaceFacts
 from core.shell.lexer import FAST_COMMAND, FAST_WORD, unquote
@@ -123,10 +123,12 @@ def _validate(command: str, facts: WorkspaceFacts | None) -> tuple[Verdict, bool
     judged = judge_tokens(split, s, facts)
     # Every part parsed as a plain command: a rule's rejection is final, there is
     # no opaque construct to look for (and no second bashlex parse for it).
-    # Except a builtin that only changes the shell's own state (SCRIPT_STATE):
-    # the same text is read again as a script (every part judged as usual, the
-    # whole at best ask, run captured).
-    return judged, "variable assignment" not in judged.reason and judged.program not in SCRIPT_STATE
+    # Except a builtin that only changes the shell's own state (SCRIPT_STATE),
+    # or a glob after a part that may change files (bash expands it when its
+    # turn comes): the same text is read again as a script (every part judged
+    # as usual, the whole at best ask, run captured).
+    return judged, ("variable assignment" not in judged.reason and judged.program not in SCRIPT_STATE
+                    and GLOB_AFTER_CHANGE not in judged.reason)
 
 
 def _unquoted_words(s: str) -> list[Token]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import bashlex
 
 from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
-from core.shell.compound import _command, _first_word_problem, runs_download
+from core.shell.compound import GLOB_AFTER_CHANGE, _command, _first_word_problem, runs_download
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, unset_problem
 from core.shell.opaque.evaluation import evaluating_builtin, evaluating_expansion
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
@@ -469,6 +469,8 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
         return None
     if not judge.constructs and "cannot be checked safely" in plain:
         judge.construct("quoting")
+    if not judge.constructs and GLOB_AFTER_CHANGE in plain:
+        judge.construct("a glob after a part that may change files")  # bash expands it when its turn comes
     if not judge.constructs or not judge.commands or judge.worst is None:
         return None
     j, where, argv = judge.worst
