@@ -88,6 +88,15 @@ class Gen:
 
     def __init__(self, seed: int) -> None:
         self.r = random.Random(seed)
+        self.bodies: list[str] = []  # here-document bodies, written after the current line
+
+    def flush(self, line: str, keep: bool = True) -> str:
+        """``line`` followed by the pending here-document bodies (``keep``:
+        still pending, for the reference's copy of the same line)."""
+        out = "".join(f"\n{body}" for body in self.bodies)
+        if not keep:
+            self.bodies = []
+        return line + out
 
     def pick(self, items):  # type: ignore[no-untyped-def]
         return items[self.r.randrange(len(items))]
@@ -181,7 +190,10 @@ class Gen:
         elif k == 11:
             w = self.name_word()
             redir = self.pick([f"cat < {w}", f"wc -c < {w}", f"cat {w} 2>/dev/null", f"cat {w} 2>&1",
-                               f"ls -1 {w} >/dev/null", f"cat {w} 1>&2"])
+                               f"ls -1 {w} >/dev/null", f"cat {w} 1>&2",
+                               # the order of redirections matters: stderr to the old stdout, then stdout away
+                               f"cat {w} missing 2>&1 >/dev/null", f"cat {w} missing >/dev/null 2>&1",
+                               f"cat 2>/dev/null < {w} missing", f"wc -c {w} 2>&1 1>&2"])
             return redir, redir
         elif k == 12:
             t, b = self.args(n + 1, globs=False)
@@ -203,17 +215,23 @@ class Gen:
                               "mkdir d && touch d/f", "rm -f -- -dash"])
             return text, text
         if k == 1:
-            text = f"cat {op} {target} <<'EOF'\nbody $HOME\nEOF"
+            self.bodies.append("body $HOME\nEOF")
+            text = f"cat {op} {target} <<'EOF'"
             return text, text
         after = self.pick(["", f" && cat {target}", f"; wc -c {target}"])
         return (f"printf '[%s]\\n' {' '.join(t)} {op} {target}{after}",
                 f"printf '[%s]\\n' {' '.join(b)} {op} {target}{after}")
 
     def heredoc(self) -> tuple[str, str]:
-        body = self.pick(["plain text", "$HOME and ${TERM}", "a * b", "\\$x `y` \\\\", "  tab\tline", ""])
+        body = self.pick(["plain text", "$HOME and ${TERM}", "a * b", "\\$x `y` \\\\", "  tab\tline", "",
+                          "\tleading tab\n\t\tand two", "~ and 'quotes' \"here\"", "EOFX\n EOF"])
         delim = self.pick(["'EOF'", "EOF", '"EOF"', "E\\OF"])
         dash = self.pick(["<<", "<<-"])
-        text = f"{self.pick(['cat', 'wc -c', 'cat -A'])} {dash}{delim}\n{body}\nEOF"
+        close = "\tEOF" if dash == "<<-" and self.r.random() < 0.5 else "EOF"  # `<<-` strips leading tabs
+        # The body follows the command's line (after any pipe or list operator
+        # on it), as bash reads it.
+        self.bodies.append(f"{body}\n{close}")
+        text = f"{self.pick(['cat', 'wc -c', 'cat -A'])} {dash}{delim}"
         return text, text
 
     def pipeline(self) -> tuple[str, str]:
@@ -227,6 +245,8 @@ class Gen:
         t, b = self.pipeline()
         for _ in range(self.r.choice([0, 0, 1, 1, 2])):
             op = self.pick([" && ", " || ", "; ", "\n"])
+            if op == "\n":
+                t, b = self.flush(t), self.flush(b, keep=False)
             t2, b2 = self.pipeline()
             t, b = t + op + t2, b + op + b2
         k = self.r.randrange(8)
@@ -237,12 +257,14 @@ class Gen:
             change = self.pick(["export LC_ALL=C", "unset TERM", "export TZ=UTC", "unset CI NO_COLOR",
                                 "export LANG=C.UTF-8", "cd sub", "cd deeplink", "cd link", "cd ..", "cd",
                                 "cd deeplink && cd ..", "cd link && cd deep && cd ..", "cd sub && cd ../link"])
+            self.bodies = []  # (the line built so far is dropped, its here-documents too)
             t2, b2 = self.pipeline()
             t, b = f"{change} && {t2}", f"{change} && {b2}"
             if self.r.random() < 0.5:
                 after = self.pick(["pwd", "ls -1", "echo $TERM", "echo $CI", "echo $LC_ALL"])
                 t, b = f"{t} && {after}", f"{b} && {after}"
-        return t, b
+        return self.flush(t), self.flush(b, keep=False)
+
 
 
 def commands(seed: int, count: int) -> list[tuple[str, str]]:
