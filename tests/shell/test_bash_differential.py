@@ -62,7 +62,8 @@ def _tree(root: Path) -> dict[str, tuple[str, str]]:
 # bash names itself and the line in its own error messages: `bash: line 1: `
 # for `bash -c`, the memory file's path for the executor's rebuilt script.
 # Only the prefix differs; the message and the status stay compared.
-_BASH_PREFIX = re.compile(r"^(?:bash|/proc/self/fd/\d+|/bin/bash|/usr/bin/bash): (?:line \d+: )?", re.M)
+# (Not only at a line's start: output printed without a newline may precede it.)
+_BASH_PREFIX = re.compile(r"(?:^|(?<=[^\w/]))(?:bash|/proc/self/fd/\d+|/bin/bash|/usr/bin/bash): (?:line \d+: )?", re.M)
 # Programs run by absolute path name themselves by it in messages and
 # usage lines (`/usr/bin/ls: cannot access ...`): same program, same words.
 # (Case-blind: a later `tr a-z A-Z` may have upper-cased the message.)
@@ -72,7 +73,7 @@ _PROGRAM_PATH = re.compile(r"(?:/usr)?/bin/(?=[a-z\[])", re.I)
 # bash names a redirection's missing file as written; the executor's script
 # opens it by its checked path under the workspace (the same file).
 # (The name may hold a newline: only `/` and `:` end a component here.)
-_OPEN_ERROR = re.compile(r"^bash: (?:/?[^/:]*/)*([^/:]*): (No such file or directory|Is a directory)$", re.M)
+_OPEN_ERROR = re.compile(r"bash: (?:/?[^/:]*/)*([^/:]*): (No such file or directory|Is a directory)$", re.M)
 
 
 # A long output is cut to its first and last lines with a notice counting the
