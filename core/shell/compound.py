@@ -7,10 +7,7 @@ with its redirections; the whole command's verdict is the worst part's
 
 * A leading ``cd DIR &&`` (DIR inside the workspace) becomes ``plan.cwd``;
   ``cd`` anywhere else is the builtin rule's rejection.
-* Redirections: ``N>&M`` (1, 2), ``/dev/null`` either way; ``< FILE`` inside
-  the workspace; ``> FILE`` / ``>> FILE`` / ``&> FILE`` inside it make the
-  part at least ``ask``, and ``>`` onto a file that exists (or may exist: no
-  facts) is destructive. Anything outside the workspace rejects.
+* Redirections are judged by redirects.py.
 * A quoted here-document is the part's stdin; fed to an interpreter that
   would read its program from stdin (``python3 - <<'PY'``) it is judged as
   running code: ``ask``.
@@ -21,11 +18,12 @@ with its redirections; the whole command's verdict is the worst part's
 from __future__ import annotations
 
 from dataclasses import replace
-from core.shell.command_plan import CommandList, Pipeline, Redirect, SimpleCommand
+from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
 from core.shell.facts import WorkspaceFacts, workspace_key
 from core.shell.lexer import RESERVED
-from core.shell.paths import HARMLESS_DEVICES, in_git_folder, physical_key, scratch, where
+from core.shell.paths import scratch, where
 from core.shell.programs import family, judge
+from core.shell.redirects import judge_redirects
 from core.shell.stdin_names import (
     exec_linked, listed_link_out, listing, lists_paths, names_cut, names_from, names_linked, names_unjudged,
     splitting_name,
@@ -41,7 +39,6 @@ from core.shell.verdict import H_GLOB, RANK, J, Verdict, rej
 _STDIN_INTERPRETERS = frozenset(
     "python pypy pypy3 perl ruby node nodejs php lua luajit sh bash zsh dash ksh mksh tclsh".split()
 )
-_OUT_DEVICES = frozenset(["/dev/null", "/dev/stdout", "/dev/stderr"])
 # Project-environment runners: `uv run python <<'PY'` feeds the here-document to python.
 _ENV_RUNNERS = frozenset("uv poetry pipenv pdm hatch rye".split())
 
@@ -173,60 +170,6 @@ def _later_cd(part: list[Token], cwd: str | None, facts: WorkspaceFacts | None):
     return workspace_key(target, cwd), key, target, f"`cd {target}` changes the folder of the later parts"
 
 
-def _redirects(redirs: list[Redir], cwd: str | None, facts: WorkspaceFacts | None):
-    """(Redirect list, stdin text, verdict floor, destructive, reason, paths) or a rejection."""
-    out: list[Redirect] = []
-    stdin_text = None
-    floor, lost, notes, paths = "allow", False, [], []
-    for r in redirs:
-        if r.op == "<<":
-            if stdin_text is not None or any(x.fd == 0 for x in out):
-                return rej("two inputs for one command", "use one here-document or one `< FILE`")
-            stdin_text = r.target
-            continue
-        if r.op == ">&":
-            if r.fd not in (1, 2) or r.target not in ("1", "2"):
-                return rej(f"the redirection `{r.fd}>&{r.target}` is not allowed", "use 2>&1 or >&2")
-            out.append(Redirect(r.fd, ">&", r.target))
-            continue
-        target, reading = r.target, r.op == "<"
-        if target in HARMLESS_DEVICES and (target == "/dev/null" or (target in _OUT_DEVICES) != reading):
-            out.append(Redirect(1 if r.fd < 0 else r.fd, "&>" if r.fd < 0 else r.op, target))  # type: ignore[arg-type]
-            continue
-        w = where(target, cwd, facts)
-        if w != "inside":
-            what = "reads from" if reading else "writes to"
-            return rej(f"the redirection {what} `{target}`, outside the workspace", "redirect only to files inside the workspace")
-        key = workspace_key(target, cwd)
-        paths.append(key)
-        physical = physical_key(target, cwd)
-        if physical is not None:  # resolved by the workspace facts (see core.shell.paths.where)
-            paths.append(physical)
-        if reading:
-            if stdin_text is not None:
-                return rej("two inputs for one command", "use one here-document or one `< FILE`")
-            out.append(Redirect(r.fd, "<", target))
-            continue
-        if scratch(key, facts):
-            # Without facts the workspace may itself lie under /tmp: the write still asks.
-            floor = floor if facts is not None else "ask"
-            notes.append(f"writes `{target}` in the scratch /tmp")
-            out.append(Redirect(1 if r.fd < 0 else r.fd, "&>" if r.fd < 0 else r.op, target))  # type: ignore[arg-type]
-            continue
-        floor = "ask"
-        exists = facts is None or key in facts.existing
-        if in_git_folder(key, facts):  # hooks and config there run programs: asks in every mode
-            lost = True
-            notes.append(f"writes into .git (`{target}`), where hooks and config run programs")
-        elif r.op == ">" and exists:
-            lost = True
-            notes.append(f"overwrites `{target}`" + ("" if facts else " (if it exists)"))
-        else:
-            notes.append(f"writes `{target}`")
-        out.append(Redirect(1 if r.fd < 0 else r.fd, "&>" if r.fd < 0 else r.op, target))  # type: ignore[arg-type]
-    return out, stdin_text, floor, lost, notes, paths
-
-
 def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None):
     """Judge one simple command: (SimpleCommand, J, program, paths) or a rejection.
     A wrapper that only bounds or tunes its program (rules/wrappers.py) is
@@ -288,7 +231,7 @@ def _plain_command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts |
     else:
         argv, globs = tuple([w.value for w in words]), ()
     if redirs:
-        red = _redirects(redirs, cwd, facts)
+        red = judge_redirects(redirs, cwd, facts)
         if isinstance(red, J):
             return red
         out, stdin_text, floor, lost, notes, rpaths = red
