@@ -35,12 +35,12 @@ from __future__ import annotations
 import bashlex  # noqa: F401  (tests patch ``core.shell.bashlex.parse`` to simulate parser faults)
 
 from core.shell.entry import MAX_COMMAND_CHARS, validate_command
-from core.shell.opaque import evaluation
+from core.shell.opaque import conditions, evaluation
 from core.shell.rules import CASE_MODULES as RULE_CASE_MODULES
 from core.shell.rules import RULE_MODULES
 from core.shell.verdict import Verdict
 
 # Every module with a CASES table (tests/shell/test_shell_rules.py runs them all).
-CASE_MODULES = (*RULE_CASE_MODULES, evaluation)
+CASE_MODULES = (*RULE_CASE_MODULES, evaluation, conditions)
 
 __all__ = ["CASE_MODULES", "MAX_COMMAND_CHARS", "RULE_MODULES", "Verdict", "validate_command"]
