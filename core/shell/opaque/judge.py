@@ -17,8 +17,10 @@ jobs (``&``), ANSI-C quoting (``$'...'``), command substitution hidden in a
 ``${...}`` default or an unquoted here-document body, invisible or control
 characters, non-ASCII outside quotes, and everything the rules reject
 (network tools, privilege, interactive programs, ``curl ... | sh``).
-Constructs bashlex cannot parse (``case``, ``[[ ]]``, ``$((...))``) keep the
-plain subset's rejection; so does a here-document inside a command
+``[[ ]]``, ``(( ))`` and ``$(( ))``, which bashlex cannot parse, are found
+by spans.py and checked by conditions.py (bashlex reads the rest with each
+one stood in for, and its tree must account for every one). Other constructs
+bashlex cannot parse (``case``) keep the plain subset's rejection; so does a here-document inside a command
 substitution, whose later lines bashlex loses. Quoted here-document
 delimiters are read through a skeleton (text.skeleton).
 """
@@ -30,7 +32,11 @@ import bashlex
 from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
 from core.shell.compound import GLOB_AFTER_CHANGE, _command, _first_word_problem, runs_download
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, unset_problem
+from core.shell.opaque.conditions import (
+    ASSIGNING, DEFAULT_ASSIGNMENT, arithmetic, builtin_assignments, integer_text, not_integer, read_condition,
+)
 from core.shell.opaque.evaluation import evaluating_builtin, evaluating_expansion
+from core.shell.opaque.spans import ARITH, ARITH_COMMAND, COND, Span, find_spans, stand_in
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
 from core.shell.opaque.text import BRACE, alternatives, anchored, scan, skeleton, substitutions, unclosed_brace
 from core.shell.tokens import Assign, Redir, Word
@@ -108,6 +114,12 @@ class _Judge:
         self.downloaded: set[str] = set()
         self.braces: list[int] = []  # where the last word's brace expansions start (in its value)
         self.literal: set[int] = set()  # positions of `<<` with a quoted delimiter
+        self.spans: dict[int, Span] = {}  # `[[ ]]`, `(( ))`, `$(( ))` by where they start
+        self.consumed: set[int] = set()  # the spans found in bashlex's tree where bash has them
+        self.evaluated: dict[str, str] = {}  # variables arithmetic evaluates: where
+        self.integers: set[str] = set()  # variables set to a literal integer or an arithmetic result
+        self.others: set[str] = set()  # variables set to anything else
+        self.any_assigned = False  # a builtin set a variable whose name is unknown
 
     def construct(self, name: str) -> None:
         if name not in self.constructs:
@@ -141,6 +153,10 @@ class _Judge:
         elif kind in _CONSTRUCTS:
             self.construct(_CONSTRUCTS[kind])
             parts = n.parts
+            if kind == "for":  # its variable takes the listed words: integers when all are
+                items = [p.pos for p in parts[2:] if p.kind == "word"]
+                integer = bool(items) and all(integer_text(self.s, a, b, self.spans) for a, b in items)
+                (self.integers if integer else self.others).add(parts[1].word)
             for k, p in enumerate(parts):
                 if p.kind == "word":
                     if kind == "for" and k == 1:
@@ -178,6 +194,7 @@ class _Judge:
                 problem = evaluating_expansion(name)
                 if problem is not None:
                     raise _Stop(problem)
+                self.others.update(DEFAULT_ASSIGNMENT.findall(name)[:1])  # `${n:=value}` sets n
                 known = self.env.get(name) if NAME.fullmatch(name) and name not in self.assigned else None
                 if known is None:
                     unknown = True
@@ -208,6 +225,17 @@ class _Judge:
                 end, text = subs[i]
                 out.append(text)
                 i = end
+                continue
+            span = self.spans.get(i)
+            if span is not None:  # bash expands `$((...))` here: a number, not known before it runs
+                if span.kind != ARITH or quote == "'" or span.end > b:
+                    raise _Stop(rej(f"`{s[i:span.end][:40]}` stands where bash would not read it as written",
+                                    "write the test or the arithmetic as a command of its own"))
+                self.consumed.add(i)
+                self.construct(ARITH)
+                out.append(PLACEHOLDER)
+                unknown = True
+                i = span.end
                 continue
             c = s[i]
             if quote == "'":
@@ -249,6 +277,9 @@ class _Judge:
             body = body[: body.rstrip("\n").rfind("\n") + 1]  # bashlex includes the delimiter line
             if a in self.literal:  # a quoted delimiter: the body is data
                 return Redir(a, b, 0, "<<", body), False
+            if "$((" in body or "$[" in body:
+                raise _Stop(rej("arithmetic in an unquoted here-document body cannot be checked",
+                                "quote the delimiter (<<'EOF') and compute the number before"))
             if "$(" in body or "`" in body:
                 self.construct("here-document with substitutions")
                 self.body_commands(body)
@@ -328,6 +359,18 @@ class _Judge:
 
     # -- one simple command -------------------------------------------------
     def command(self, n) -> None:  # type: ignore[no-untyped-def]
+        first = n.parts[0] if n.parts else None
+        span = self.spans.get(first.pos[0]) if first is not None and first.kind == "word" else None
+        if span is not None and span.kind in (COND, ARITH_COMMAND) and first.pos[1] == span.end:
+            self.construct(span.kind)
+            if len(n.parts) != 1:
+                raise _Stop(rej(f"a {span.kind} with redirections or more words cannot be checked",
+                                "write the test alone, and redirect the commands it guards"), self.show(n))
+            self.consumed.add(span.start)
+            if span.kind == COND:
+                return self.conditional(span, n)
+            self.commands.append(SimpleCommand(("((", "))"), (), (), None, "allow", "`((...))` only computes", False))
+            return self.note(J("allow", "`((...))` only computes"), self.show(n), ("((",))
         tokens: list = []
         spread: list[tuple[int, list[str]]] = []  # brace words: token index, their expansions
         words = []
@@ -344,6 +387,8 @@ class _Judge:
                     raise _Stop(problem, self.show(p))
                 value, _, _ = self.value(p)
                 self.assigned.add(m.group(1))
+                integer = "+=" not in m.group(0) and integer_text(self.s, p.pos[0] + m.end(), p.pos[1], self.spans)
+                (self.integers if integer else self.others).add(m.group(1))
                 tokens.append(Assign(p.pos[0], p.pos[1], m.group(1), value.partition("=")[2]))
             elif p.kind in ("word", "assignment"):
                 words.append(p)
@@ -389,6 +434,10 @@ class _Judge:
         problem = evaluating_builtin(argv)
         if problem is not None:
             raise _Stop(problem, self.show(n))
+        if name in ASSIGNING:  # what arithmetic may later evaluate
+            self.any_assigned = self.any_assigned or not all(fixed)
+            for names, found in zip((self.integers, self.others), builtin_assignments(argv)):
+                names.update(found)
         if name in STATE_BUILTINS:
             if name == "unset":  # the script's later programs lose what the sandbox set for them
                 for var in argv[1:]:
@@ -432,6 +481,51 @@ class _Judge:
         self.commands.append(command)
         self.note(j, self.show(n), argv)
 
+    # -- `[[ ]]` and arithmetic ---------------------------------------------
+    def conditional(self, span: Span, n) -> None:  # type: ignore[no-untyped-def]
+        """A ``[[ ]]``: its words judged like any word, file tests as ``test``,
+        arithmetic comparisons only of known integers."""
+        where = self.show(n)
+        checks = read_condition(self.s, tuple(self.spans.values()), span, lambda node: self.value(node)[0])
+        if isinstance(checks, J):
+            raise _Stop(checks, where)
+        values, names, argvs = checks
+        for name in names:
+            self.evaluated.setdefault(name, where)
+        for argv in argvs:  # file tests, judged as `test` (the path rules)
+            got = _command([Word(n.pos[0], n.pos[0], w, False) for w in argv], None, self.facts)
+            if isinstance(got, J):
+                raise _Stop(got, where)
+            _, j, _, paths = got
+            self.paths.extend(paths)
+            self.note(j._replace(reason=j.reason.replace("`test`", "`[[ ]]`")), where, ("[[",))
+        j = J("allow", "`[[ ]]` only checks a condition")
+        argv = ("[[", *values, "]]")
+        self.commands.append(SimpleCommand(argv, (), (), None, "allow", j.reason, False))  # type: ignore[arg-type]
+        self.note(j, where, argv)
+
+    def arithmetic(self) -> None:
+        """Every ``$(( ))`` and ``(( ))``: only numbers, operators and names."""
+        for span in (sp for sp in self.spans.values() if sp.kind != COND):
+            got = arithmetic(self.s, span)
+            if isinstance(got, J):
+                self.construct(span.kind)
+                raise _Stop(got, self.text[span.start : span.end])
+            self.evaluated.update({name: self.text[span.start : span.end] for name in got.used})
+            self.integers.update(got.assigned)
+
+    def finish(self) -> None:
+        """After the whole script: every span was where bash reads it, and
+        every variable arithmetic evaluates is an integer (conditions.py)."""
+        for span in (sp for start, sp in self.spans.items() if start not in self.consumed):
+            self.construct(span.kind)
+            raise _Stop(rej(f"`{self.text[span.start:span.end][:40]}` stands where bash would not read it as "
+                            "written", "write the test or the arithmetic as a command of its own"))
+        for name, where in self.evaluated.items():
+            problem = not_integer(name, self.env, self.integers, self.others | ({name} if self.any_assigned else set()))
+            if problem is not None:
+                raise _Stop(problem, where)
+
 
 def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plain: str = "") -> Verdict | None:
     """The verdict of ``s`` as an opaque script, or None when it has no opaque
@@ -439,8 +533,17 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
     ``plain`` is that rejection's reason: a command the plain subset refused
     only for quoting it cannot cross-check (``'$'`` or ``->(`` inside a
     double-quoted word) is opaque too (construct "quoting")."""
+    spans: list[Span] = []
+    if "[[" in s or "((" in s:
+        found = find_spans(s)
+        if found is None:
+            return None
+        if isinstance(found, J):
+            return _reject(found, "")
+        spans = found
     literal: set[int] = set()
-    problem = scan(s, literal)
+    # arithmetic holds only numbers, names and operators (conditions.arithmetic): `<<` there is a shift
+    problem = scan(stand_in(s, [sp for sp in spans if sp.kind != COND]), literal)
     if problem is not None:
         # the plain subset's reason stands when it is as good (no opaque construct in sight,
         # or a here-document idiom it already explained)
@@ -450,17 +553,21 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
     parsed = skeleton(s, literal) if literal else s
     if unclosed_brace(parsed):
         return None  # (see unclosed_brace) the plain subset's rejection stands
+    read = stand_in(parsed, spans) if spans else parsed
     try:
-        trees = bashlex.parse(parsed)
+        trees = bashlex.parse(read)
     except Exception:  # bashlex raises many exception types: keep the plain rejection
         return None
-    if not anchored(trees, parsed):
+    if not anchored(trees, read):
         return None
     judge = _Judge(parsed, facts, env)
     judge.literal, judge.text = literal, s
+    judge.spans = {span.start: span for span in spans}
     try:
+        judge.arithmetic()
         for tree in trees:
             judge.node(tree)
+        judge.finish()
     except _Stop as stop:
         if not judge.constructs:
             return None

@@ -277,6 +277,9 @@ ACCEPTS: list[tuple[str, str, tuple[str, ...] | None]] = [
 # substitutions, variables); each inner command is still judged (REJECTS has
 # the ones whose inner command rejects the whole).
 OPAQUE: list[tuple[str, str]] = [
+    ("echo $((1+1))", "$((...))"),
+    ('echo "$((1+1))"', "$((...))"),
+    ("[[ -f a ]] && cat a", "[[ ]]"),
     ('echo $(id)', '$(...)'),
     ('echo `id`', '$(...)'),
     ('echo "`id`"', '$(...)'),
