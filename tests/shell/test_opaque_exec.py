@@ -79,6 +79,31 @@ async def test_substitution_subshell_and_if(workspace: Path) -> None:
     assert result.output.strip() == "made 0" and (workspace / "src" / "made.txt").exists()
 
 
+async def test_a_double_bracket_test_runs_captured_and_takes_the_right_branch(workspace: Path) -> None:
+    (workspace / "x").write_text("here\n")
+    command = 'if [[ -f x && ! -d x ]]; then echo "x is a file"; else echo "no x"; fi; [[ -d build ]] || mkdir build'
+    v = validate_in_workspace(command, str(workspace))
+    assert (v.verdict, v.opaque) == ("ask", True) and "`[[ ]]`" in v.reason, v
+    result = await _run(workspace, command)
+    assert result.status == ToolStatus.OK, result.output
+    assert result.output.strip() == "x is a file" and (workspace / "build").is_dir()
+    assert result.metadata["opaque"] == "true" and result.metadata["capture"] == "applied"
+    command = 'for f in *; do [[ "$f" == *.py ]] && echo "py $f"; [[ $f =~ ^(bu.*|x)$ ]] && echo "re $f"; done; true'
+    result = await _run(workspace, command)
+    assert result.output.split() == ["re", "build", "re", "x"], result.output
+
+
+async def test_arithmetic_prints_its_number(workspace: Path) -> None:
+    result = await _run(workspace, "echo $((2 + 3))")
+    assert result.status == ToolStatus.OK and result.output.strip() == "5", result.output
+    assert result.metadata["opaque"] == "true" and result.metadata["capture"] == "no-changes"
+    (workspace / "a.py").write_text("")
+    (workspace / "b.py").write_text("")
+    command = 'n=0; for f in *.py; do n=$((n + 1)); done; for i in 1 2; do (( i > 1 )) && echo "$i of $n"; done; true'
+    result = await _run(workspace, command)
+    assert result.status == ToolStatus.OK and result.output.strip() == "2 of 2", result.output
+
+
 async def test_known_variables_are_what_the_command_sees(workspace: Path) -> None:
     command = 'echo "$HOME $TMPDIR $USER $SHELL $LANG" && printenv HOME USER'
     v = validate_in_workspace(command, str(workspace))
