@@ -159,7 +159,7 @@ def cond_checks(s: str, span: Span, tests: list[Test], values: dict[int, str]
 # Arithmetic: numbers (decimal, octal, hex, BASE#DIGITS, the counts `$#` and
 # `$?`), names, `$NAME`, operators.
 _ARITH_TOKEN = re.compile(
-    r"\s+|(?P<number>0[xX][0-9A-Fa-f]+|[0-9]+#[0-9A-Za-z@_]+|[0-9]+|\$[#?])(?![A-Za-z0-9_#])"
+    r"[ \t]+|(?P<number>0[xX][0-9A-Fa-f]+|[0-9]+#[0-9A-Za-z@_]+|[0-9]+|\$[#?])(?![A-Za-z0-9_#])"
     r"|\$?(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?![\[A-Za-z0-9_])"
     r"|(?P<assign><<=|>>=|[-+*/%&^|]=|=(?!=))"
     r"|(?P<step>\+\+|--)"
@@ -185,7 +185,7 @@ def arithmetic(s: str, span: Span) -> Arithmetic | J:
             return rej(f"the arithmetic `{expression[:60]}` has `{expression[i:i + 10]}`: only literal numbers, "
                        "operators and variable names evaluate nothing but themselves", H_ARITH)
         i = m.end()
-        if m.group().isspace():
+        if not m.group().strip(" \t"):
             continue
         kind = next((k for k in ("number", "name", "assign", "step") if m.group(k)), "op")
         if kind == "name":
@@ -218,9 +218,12 @@ def read_condition(s: str, spans: tuple[Span, ...], span: Span, value: Callable[
     return checks if isinstance(checks, J) else (list(values.values()), *checks)
 
 
-def integer_text(s: str, start: int, end: int, spans: dict[int, Span]) -> bool:
+def integer_text(s: str, start: int, end: int, spans: dict[int, Span], listed: bool = False) -> bool:
     """Whether ``s[start:end]`` (a value as written, maybe double-quoted) is a
-    literal integer or one ``$(( ))``: what sets a variable to an integer."""
+    literal integer or one ``$(( ))``: what sets a variable to an integer.
+    ``listed``: a word of a ``for`` list, where a range ``{1..5}`` is integers."""
+    if listed and _RANGE.fullmatch(s, start, end):
+        return True
     if end - start > 1 and s[start] == s[end - 1] == '"':
         start, end = start + 1, end - 1
     span = spans.get(start)
@@ -266,6 +269,7 @@ ASSIGNING = frozenset(["read", "mapfile", "readarray", "getopts", "printf", "wai
 # `${n:=value}` / `${n=value}` set n.
 DEFAULT_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):?=")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RANGE = re.compile(r"\{-?[0-9]+\.\.-?[0-9]+(?:\.\.-?[0-9]+)?\}")
 _INTEGER_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(-?[0-9]+)")
 
 
@@ -334,6 +338,11 @@ CASES: list[tuple[str, str, str | None]] = [
     ("(( 2 > 1 )) && echo y", "ask", "only reads"),
     ("i=3; (( i > 1 )) && echo big", "ask", "only reads"),
     ("for i in 1 2; do echo $((i*2)) $(( $i + 1 )); done", "ask", "only reads"),
+    ("for i in {1..3} 7 {10..0..2}; do echo $((i * 2)); done", "ask", "only reads"),
+    ("for i in {1..3} {a,b}; do echo $((i * 2)); done", "reject", "arithmetic"),
+    ("x={1..3}; echo $((x))", "reject", "arithmetic"),
+    ("echo $((1\u00a0+ 2))", "reject", "arithmetic"),
+    ("echo $((1\x0b+ 2))", "reject", None),
     ("echo $( (ls) )", "ask", "only reads"),
     ("( (ls) )", "ask", "only reads"),
     ("((ls) )", "ask", "only reads"),

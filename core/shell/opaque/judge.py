@@ -155,7 +155,7 @@ class _Judge:
             parts = n.parts
             if kind == "for":  # its variable takes the listed words: integers when all are
                 items = [p.pos for p in parts[2:] if p.kind == "word"]
-                integer = bool(items) and all(integer_text(self.s, a, b, self.spans) for a, b in items)
+                integer = bool(items) and all(integer_text(self.s, a, b, self.spans, True) for a, b in items)
                 (self.integers if integer else self.others).add(parts[1].word)
             for k, p in enumerate(parts):
                 if p.kind == "word":

@@ -57,6 +57,7 @@ _META = " \t\n;&|()<>"
 # Words after which a command starts (`! [[`, `then ((`, `do [[`, `{ [[`).
 _RESERVED = frozenset("if then else elif while until do ! { time".split())
 _HEREDOC = re.compile(r"-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\1")
+_MAX_DEPTH = 64  # (the scan recurses once per level)
 # `[[` operators that are tokens of their own (not words).
 _COND_OPS = ("&&", "||", "(", ")", "<", ">")
 
@@ -103,11 +104,16 @@ class _Scanner:
     def __init__(self, s: str) -> None:
         self.s = s
         self.spans: list[Span] = []
+        self.depth = 0  # substitutions and subshells open around the scan
 
     def script(self, i: int, nested: bool) -> int:
         """Commands from ``i`` to the ``)`` that closes a ``$(`` / ``(`` (when
         ``nested``) or the end; the position after it."""
         s, n = self.s, len(self.s)
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise _Refused(rej(f"more than {_MAX_DEPTH} substitutions or subshells inside one another",
+                               "split the command into simpler ones"))
         command = True  # a command may start here
         pending: list[str] = []  # here-document delimiters whose bodies start after this line
         while i < n:
@@ -124,6 +130,7 @@ class _Scanner:
                 continue
             if c == ")":
                 if nested:
+                    self.depth -= 1
                     return i + 1
                 raise _Refused(rej(f"an unmatched `)` at position {i}", "balance the parentheses"), True)
             if c in ";&|\n":
