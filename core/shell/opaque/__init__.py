@@ -8,6 +8,10 @@ part by part and run captured as the script they are. Pure.
   quoting it cannot cross-check, brace expansion).
 - evaluation.py: where bash would evaluate a value as code (arithmetic
   subscripts, indirection, prompt expansion, ``let``, ``declare -i``).
+- spans.py: where the script has ``[[ ]]``, ``(( ))`` and ``$(( ))``, which
+  bashlex cannot read (found as bash finds them, stood in for in its text).
+- conditions.py: what those may hold: tests, and arithmetic of literal
+  numbers and integer variables only.
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ subscripts and offsets (``${a[0]}``, ``${a[@]}``, ``${s:1:2}``) evaluate
 nothing but themselves.
 
 ``test -v`` / ``[ -v`` (also subscripts) are refused by their own rule
-(rules/readonly.py); ``$((...))``, ``((...))`` and ``[[ ]]`` are never
-parsed (the plain subset refuses them and bashlex cannot read them).
+(rules/readonly.py); ``[[ -v ]]``, arithmetic comparisons in ``[[ ]]``,
+``$((...))`` and ``((...))`` by conditions.py (only literal numbers and
+variables known to hold integers).
 """
 
 from __future__ import annotations
