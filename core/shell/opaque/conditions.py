@@ -85,7 +85,9 @@ def cond_tests(s: str, span: Span) -> list[Test] | J:
             return None
         if not word(k):
             raise ValueError(f"`{raw[k] if k < len(raw) else ']]'}` where a word should be")
-        if raw[k] in FILE_TESTS | STRING_TESTS | EVALUATING_TESTS and word(k + 1):
+        if raw[k] in FILE_TESTS | STRING_TESTS | EVALUATING_TESTS:
+            if not word(k + 1):  # bash reads `]]` and operators as the end, never as the operand
+                raise ValueError(f"`{raw[k]}` without its operand")
             tests.append(Test(raw[k], (k + 1,)))
             k += 2
         elif k + 2 < len(raw) and raw[k + 1] in FILE_COMPARISONS | ARITH_COMPARISONS | STRING_COMPARISONS \
@@ -323,6 +325,8 @@ CASES: list[tuple[str, str, str | None]] = [
     ('for f in *; do read -r v < "$f"; [[ ${a[$v]} == x ]]; done', "reject", "subscript"),
     ("[[ -f a ]] > out.txt", "reject", None),
     ("[[ a ; ]]", "reject", None),
+    ("[[ -n ]] && echo y", "reject", "operand"),
+    ("[[ a && -f ]] || echo y", "reject", "operand"),
     ("[[ -f a", "reject", None),
     ("echo [[ -f a ]]", "reject", "`[[`"),
     ("x=1 [[ -f a ]] && echo y", "reject", None),

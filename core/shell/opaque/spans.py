@@ -156,11 +156,15 @@ class _Scanner:
                     if m is None:
                         raise _Refused(rej("a here-document without a delimiter", "name the delimiter"))
                     pending.append(m.group(2))
-                    i = m.end()
+                    i, command = m.end(), False
                     continue
                 i += 1
                 while i < n and s[i] in "<>&|":
                     i += 1
+                while i < n and s[i] in " \t":
+                    i += 1
+                # the target; after a redirection no command starts (`>f [[ x ]]` runs a program `[[`)
+                i, command = self.word(i, _META), False
                 continue
             if command and s.startswith("[[", i) and s[i + 2 : i + 3] in ("", *_BLANK):
                 start, i = i, self.cond(i)
