@@ -24,6 +24,11 @@ known: a value of the sandbox's environment that is an integer, or none at
 all: the environment is an allowlist of upper-case names, and bash's own
 variables are upper-case too, so a name with a lower-case letter that the
 script assigns starts unset.
+
+Which variables the builtins set (``read``, ``mapfile``, ``declare`` ...) is
+told here too; one that would set a variable named by a variable
+(``read $v``) is refused outright: with ``v=LD_PRELOAD`` it sets what the
+environment rules refuse.
 """
 
 from __future__ import annotations
@@ -273,6 +278,53 @@ DEFAULT_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):?=")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RANGE = re.compile(r"\{-?[0-9]+\.\.-?[0-9]+(?:\.\.-?[0-9]+)?\}")
 _INTEGER_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(-?[0-9]+)")
+
+
+# `read`'s options that take a value (a delimiter, a count, a prompt, a
+# timeout, a descriptor, a default text): the word after them is no variable.
+READ_VALUE_OPTIONS = frozenset("dnNptui")
+
+
+def read_names(args: tuple[str, ...] | list[str]) -> list[str]:
+    """The words of ``read ARGS`` that name variables it sets (``-a NAME``
+    included): every word but the options and their values."""
+    names, i = [], 0
+    while i < len(args):
+        word, i = args[i], i + 1
+        if word == "--":
+            return names + list(args[i:])
+        if not word.startswith("-") or word == "-":
+            names.append(word)
+            continue
+        for k, letter in enumerate(word[1:], 1):
+            if letter in READ_VALUE_OPTIONS:
+                if k == len(word) - 1:
+                    i += 1  # the value is the next word
+                break
+    return names
+
+
+def named_by_variable(argv: tuple[str, ...], raws: list[str], fixed: list[bool]) -> J | None:
+    """Why the builtin ``argv`` (one of ``ASSIGNING``; ``raws``: its words as
+    written, ``fixed``: which hold no expansion) would set a variable whose
+    name is a variable's value (``read $v``, ``declare "$v=x"``): with
+    ``v=LD_PRELOAD`` it sets what ``LD_PRELOAD=...`` may not. Or None."""
+    name = argv[0]
+    if name in _DECLARERS:
+        unknown = [raw for raw, known in zip(raws[1:], fixed[1:]) if not known
+                   and any(c in raw.partition("=")[0] for c in "$`")]
+    elif name in ("printf", "wait"):  # `printf -v NAME`, `wait -p NAME`
+        flag = "-v" if name == "printf" else "-p"
+        unknown = [raw for k, (raw, known) in enumerate(zip(raws, fixed)) if not known
+                   and (raw.startswith(flag) or raws[k - 1] == flag)]
+    else:  # read, mapfile, getopts: the words that are no option or its value
+        shown = tuple(word if known else "\0" for word, known in zip(argv, fixed))
+        names = read_names(shown[1:]) if name == "read" else shown[2:3] if name == "getopts" else shown[-1:]
+        unknown = ["\0"] if "\0" in names else []
+    if not unknown:
+        return None
+    return rej(f"`{name}` would set a variable named by a variable (`{raws[0]} ...`): the name, and what it "
+               "changes, cannot be known", "write the variable's name literally")
 
 
 def builtin_assignments(argv: tuple[str, ...]) -> tuple[set[str], set[str]]:

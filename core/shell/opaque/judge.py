@@ -33,7 +33,8 @@ from core.shell.command_plan import CommandList, Pipeline, SimpleCommand
 from core.shell.compound import GLOB_AFTER_CHANGE, _command, _first_word_problem, runs_download
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, unset_problem
 from core.shell.opaque.conditions import (
-    ASSIGNING, DEFAULT_ASSIGNMENT, arithmetic, builtin_assignments, integer_text, not_integer, read_condition,
+    ASSIGNING, DEFAULT_ASSIGNMENT, arithmetic, builtin_assignments, integer_text, named_by_variable, not_integer,
+    read_condition, read_names,
 )
 from core.shell.opaque.evaluation import evaluating_builtin, evaluating_expansion
 from core.shell.opaque.spans import ARITH, ARITH_COMMAND, COND, Span, find_spans, stand_in
@@ -72,30 +73,6 @@ _NEVER = frozenset(
     "compopt disown bg fg jobs suspend logout ulimit command".split()
 )
 _CONSTRUCTS = {"for": "for loop", "while": "while loop", "until": "until loop", "if": "if"}
-# `read`'s options that take a value (a delimiter, a count, a prompt, a
-# timeout, a descriptor, a default text): the word after them is no variable.
-_READ_VALUE_OPTIONS = frozenset("dnNptui")
-
-
-def _read_names(args: tuple[str, ...] | list[str]) -> list[str]:
-    """The words of ``read ARGS`` that name variables it sets (``-a NAME``
-    included): every word but the options and their values."""
-    names, i = [], 0
-    while i < len(args):
-        word, i = args[i], i + 1
-        if word == "--":
-            return names + list(args[i:])
-        if not word.startswith("-") or word == "-":
-            names.append(word)
-            continue
-        for k, letter in enumerate(word[1:], 1):
-            if letter in _READ_VALUE_OPTIONS:
-                if k == len(word) - 1:
-                    i += 1  # the value is the next word
-                break
-    return names
-
-
 class _Stop(Exception):
     def __init__(self, j: J, where: str = "") -> None:
         super().__init__(j.reason)
@@ -435,6 +412,9 @@ class _Judge:
         if problem is not None:
             raise _Stop(problem, self.show(n))
         if name in ASSIGNING:  # what arithmetic may later evaluate
+            problem = named_by_variable(argv, [self.s[w.pos[0] : w.pos[1]] for w in words], fixed)
+            if problem is not None:
+                raise _Stop(problem, self.show(n))
             self.any_assigned = self.any_assigned or not all(fixed)
             for names, found in zip((self.integers, self.others), builtin_assignments(argv)):
                 names.update(found)
@@ -445,7 +425,7 @@ class _Judge:
                     if problem is not None:
                         raise _Stop(problem, self.show(n))
             if name in _ASSIGNING:
-                for arg in _read_names(argv[1:]) if name == "read" else argv[1:]:
+                for arg in read_names(argv[1:]) if name == "read" else argv[1:]:
                     var = arg.partition("=")[0]
                     if NAME.fullmatch(var):
                         problem = assignment_problem(var)

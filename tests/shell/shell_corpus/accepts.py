@@ -280,6 +280,7 @@ OPAQUE: list[tuple[str, str]] = [
     ("echo $((1+1))", "$((...))"),
     ('echo "$((1+1))"', "$((...))"),
     ("[[ -f a ]] && cat a", "[[ ]]"),
+    ('f() { local x="$1"; read -r -p "$x" y; getopts ab opt "$@"; wait "$x"; }', "function"),
     ('echo $(id)', '$(...)'),
     ('echo `id`', '$(...)'),
     ('echo "`id`"', '$(...)'),

@@ -394,6 +394,13 @@ REJECTS: list[tuple[str, str, str]] = [
     ("[ -v x ]", _BUILTIN, "shell variables"),
     ("test -R x", _BUILTIN, "shell variables"),
     ("printf -v x y", _BUILTIN, "assigns a shell variable"),
+    # a variable named by a variable: `read $v` with v=LD_PRELOAD sets what `PATH=` / `LD_PRELOAD=` may not
+    ('for f in *; do read -r v < "$f"; read -r $v < "$f"; ls; done', _BUILTIN, "named by a variable"),
+    ('for f in *; do read -r v < "$f"; mapfile -t "$v" < "$f"; done', _BUILTIN, "named by a variable"),
+    ('for f in *; do read -r v < "$f"; declare "$v=x"; ls; done', _BUILTIN, "named by a variable"),
+    ('for f in *; do read -r v < "$f"; export ${v}=x; ls; done', _BUILTIN, "named by a variable"),
+    ('for f in *; do read -r v < "$f"; wait -p "$v"; done', _BUILTIN, "named by a variable"),
+    ('for f in *; do read -r v < "$f"; getopts ab "$v"; done', _BUILTIN, "named by a variable"),
     ("printf -vx y", _BUILTIN, "assigns a shell variable"),
     ("let x=1", _BUILTIN, "builtin"),
     ("ulimit -n 10", _BUILTIN, "builtin"),
