@@ -241,3 +241,13 @@ def test_bashlex_never_loops(command: str) -> None:
     done = subprocess.run([sys.executable, "-c", code, command], capture_output=True, text=True, timeout=20,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.stdout.strip() == "reject", done
+
+
+def test_refused_arithmetic_points_to_a_test_that_does_not_evaluate() -> None:
+    # `[ "$n" -gt 5 ]` reads a number; `(( n > 5 ))` and `[[ $n -gt 5 ]]` evaluate n's value as code
+    for command in ("n=$(ls | wc -l); if (( n > 5 )); then echo many; fi",
+                    "if [[ $(git status --porcelain | wc -l) -gt 0 ]]; then echo dirty; fi"):
+        v = validate_command(command)
+        assert v.verdict == "reject" and '[ "$n" -gt 2 ]' in (v.hint or ""), v
+    v = validate_command('n=$(ls | wc -l); if [ "$n" -gt 5 ]; then echo many; fi')
+    assert (v.verdict, v.opaque) == ("ask", True), v

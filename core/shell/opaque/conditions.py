@@ -43,8 +43,8 @@ from core.shell.opaque.spans import ARITH, H_COND, Span, cond_words
 from core.shell.opaque.text import anchored
 from core.shell.verdict import J, rej
 
-H_ARITH = ("use literal numbers and variables set to literal numbers in the same script, "
-           "or compute with a program (`expr \"$n\" + 1`, `test \"$n\" -gt 2`, `awk`)")
+H_ARITH = ("compare with `[ \"$n\" -gt 2 ]` (the `[` builtin reads a number without evaluating it), compute "
+           "with `expr \"$n\" + 1` or `awk`, or use literal numbers and variables set to them in the same script")
 INTEGER = re.compile(r"-?[0-9]+")
 # File tests: judged as `test OP WORD` (the path rules apply).
 FILE_TESTS = frozenset("-a -b -c -d -e -f -g -h -k -p -r -s -t -u -w -x -G -L -N -O -S".split())
