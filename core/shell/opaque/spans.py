@@ -18,9 +18,9 @@ ends at the first unquoted word ``]]``, and the word after ``=~`` may hold
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
+from core.shell.opaque.text import HEREDOC, skip_bodies
 from core.shell.verdict import J, rej
 
 COND, ARITH, ARITH_COMMAND = "`[[ ]]`", "$((...))", "((...))"
@@ -56,7 +56,6 @@ _BLANK = " \t\n"
 _META = " \t\n;&|()<>"
 # Words after which a command starts (`! [[`, `then ((`, `do [[`, `{ [[`).
 _RESERVED = frozenset("if then else elif while until do ! { time".split())
-_HEREDOC = re.compile(r"-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\1")
 _MAX_DEPTH = 64  # (the scan recurses once per level)
 # `[[` operators that are tokens of their own (not words).
 _COND_OPS = ("&&", "||", "(", ")", "<", ">")
@@ -119,7 +118,7 @@ class _Scanner:
         while i < n:
             c = s[i]
             if c == "\n" and pending:
-                i, pending, command = _skip_bodies(s, i + 1, pending), [], True
+                i, pending, command = skip_bodies(s, i + 1, pending), [], True
                 continue
             if c in " \t":
                 i += 1
@@ -152,7 +151,7 @@ class _Scanner:
                     command = False
                     continue
                 if s.startswith("<<", i) and not s.startswith("<<<", i):
-                    m = _HEREDOC.match(s, i + 2)
+                    m = HEREDOC.match(s, i + 2)
                     if m is None:
                         raise _Refused(rej("a here-document without a delimiter", "name the delimiter"))
                     pending.append(m.group(2))
@@ -328,16 +327,3 @@ def _closes(s: str, j: int) -> bool:
     likely have gone on to it)."""
     line_end = s.find("\n", j)
     return "))" in s[j : len(s) if line_end < 0 else line_end]
-
-
-def _skip_bodies(s: str, i: int, delims: list[str]) -> int:
-    """Past the bodies of the here-documents ``delims``, starting at line ``i``."""
-    for delim in delims:
-        while i < len(s):
-            nl = s.find("\n", i)
-            nl = len(s) if nl < 0 else nl
-            line = s[i:nl]
-            i = nl + 1
-            if line.lstrip("\t") == delim:
-                break
-    return i

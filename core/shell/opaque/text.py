@@ -39,7 +39,7 @@ def scan(s: str, literal: set[int] | None = None) -> J | None:
     while i < n:
         c, state = s[i], stack[-1]
         if state == "u" and c == "\n" and pending:
-            end = _skip_bodies(s, i + 1, pending)
+            end = skip_bodies(s, i + 1, pending)
             if "${" in s[i:end] and "'" in s[i:end]:
                 # bashlex may read a body as words (a `<<` it does not take for a
                 # here-document) and misread the quotes around the `${`: see unclosed_brace
@@ -55,7 +55,7 @@ def scan(s: str, literal: set[int] | None = None) -> J | None:
                 return rej("a here-document inside a command substitution cannot be checked here",
                            "write the text to a file first (or use the plain \"$(cat <<'EOF' ... EOF)\" "
                            "message idiom on its own)")
-            m = _HEREDOC.match(s, i + 2)
+            m = HEREDOC.match(s, i + 2)
             if m is not None:
                 pending.append(m.group(2))
                 if m.group(1) and literal is not None:
@@ -115,7 +115,7 @@ def scan(s: str, literal: set[int] | None = None) -> J | None:
     return None
 
 
-_HEREDOC = re.compile(r"-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\1")
+HEREDOC = re.compile(r"-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\1")
 
 
 def substitutions(body: str) -> list[str] | J:
@@ -154,14 +154,14 @@ def skeleton(s: str, literal: set[int]) -> str:
     still points into ``s``; those bodies are taken literally (``literal``)."""
     chars = list(s)
     for i in literal:
-        m = _HEREDOC.match(s, i + 2)
+        m = HEREDOC.match(s, i + 2)
         if m is not None and m.group(1):
             chars[m.start(1)] = " "
             chars[m.end() - 1] = " "
     return "".join(chars)
 
 
-def _skip_bodies(s: str, i: int, delims: list[str]) -> int:
+def skip_bodies(s: str, i: int, delims: list[str]) -> int:
     """Past the bodies of the here-documents ``delims``, starting at line ``i``."""
     for delim in delims:
         while i < len(s):
