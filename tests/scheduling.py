@@ -53,7 +53,7 @@ SLOWEST_FIRST = (
     "tests/turn/test_streaming.py::test_cancelling_mid_stream_records_the_call_that_ran",
     "tests/mcp/test_mcp_inspector.py::test_inspector_lists_the_tools_and_calls_one",
     "tests/tools/test_file_tools.py::test_1gb_sparse_file_read_at_the_end_with_flat_memory",
-    "tests/shell/test_bash_differential.py::test_generated_commands_mean_what_bash_means",
+    "tests/shell/against_bash/test_bash_differential.py::test_generated_commands_mean_what_bash_means",
     "tests/cli/test_client_cli.py::test_status_and_pending_explain_a_stuck_turn",
     "tests/gate/test_gate_restart.py::test_pause_at_a_call_survives_killing_worker_and_server",
     "tests/cli/test_client_cli.py::test_run_status_result_and_snapshot_carry",

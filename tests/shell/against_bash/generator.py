@@ -1,5 +1,5 @@
 """Command strings for the differential test between real bash and the bash
-tool's pipeline (tests/shell/test_bash_differential.py).
+tool's pipeline (tests/shell/against_bash/test_bash_differential.py).
 
 Every command is built from programs whose output shows their argv and
 working folder exactly (``printf '[%s]\\n'``, ``echo``, ``ls -1``, ``cat``,

@@ -3,7 +3,7 @@
 The validator judges a command by its own reading of bash; the executor
 runs the validated plan, never the string. Both readings must agree with
 bash itself, or the command judged is not the command run. Each generated
-command (tests/shell/bash_differential_gen.py) the validator plans without
+command (tests/shell/against_bash/generator.py) the validator plans without
 an opaque script is run twice, with real processes in the real sandbox:
 
 - through the tool's own path: ``validate_in_workspace`` then
@@ -32,7 +32,7 @@ import pytest
 from activities.bash.executor import PlanError, execute_plan, expand_glob
 from activities.bash.facts import validate_in_workspace
 from activities.sandbox.process import execute
-from tests.shell.bash_differential_gen import build_workspace, commands
+from tests.shell.against_bash.generator import build_workspace, commands
 from tests.shell.bash_exec_helpers import _default_settings, _require_bwrap  # noqa: F401 - autouse fixture
 
 EXAMPLES = int(os.environ.get("DIFF_FUZZ_EXAMPLES", "250"))
