@@ -39,6 +39,7 @@ from typing import Callable, NamedTuple
 import bashlex
 
 from core.shell.environment import NAME, assignment_problem
+from core.shell.opaque.evaluation import read_names
 from core.shell.opaque.spans import ARITH, H_COND, Span, cond_words
 from core.shell.opaque.text import anchored
 from core.shell.verdict import J, rej
@@ -278,30 +279,6 @@ DEFAULT_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):?=")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RANGE = re.compile(r"\{-?[0-9]+\.\.-?[0-9]+(?:\.\.-?[0-9]+)?\}")
 _INTEGER_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(-?[0-9]+)")
-
-
-# `read`'s options that take a value (a delimiter, a count, a prompt, a
-# timeout, a descriptor, a default text): the word after them is no variable.
-READ_VALUE_OPTIONS = frozenset("dnNptui")
-
-
-def read_names(args: tuple[str, ...] | list[str]) -> list[str]:
-    """The words of ``read ARGS`` that name variables it sets (``-a NAME``
-    included): every word but the options and their values."""
-    names, i = [], 0
-    while i < len(args):
-        word, i = args[i], i + 1
-        if word == "--":
-            return names + list(args[i:])
-        if not word.startswith("-") or word == "-":
-            names.append(word)
-            continue
-        for k, letter in enumerate(word[1:], 1):
-            if letter in READ_VALUE_OPTIONS:
-                if k == len(word) - 1:
-                    i += 1  # the value is the next word
-                break
-    return names
 
 
 def named_by_variable(argv: tuple[str, ...], raws: list[str], fixed: list[bool]) -> J | None:

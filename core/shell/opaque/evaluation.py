@@ -113,6 +113,118 @@ def evaluating_builtin(argv: tuple[str, ...]) -> J | None:
     return None
 
 
+# `read`'s options that take a value (a delimiter, a count, a prompt, a
+# timeout, a descriptor, a default text): the word after them is no variable.
+_READ_VALUE_OPTIONS = frozenset("dnNptui")
+# Builtins whose words name the variables they set or unset.
+_NAMING = frozenset(["read", "unset", "export", "getopts", "wait", *_DECLARERS])
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def read_names(args: tuple[str, ...] | list[str]) -> list[str]:
+    """The words of ``read ARGS`` that name variables it sets (``-a NAME``
+    included): every word but the options and their values."""
+    names, i = [], 0
+    while i < len(args):
+        word, i = args[i], i + 1
+        if word == "--":
+            return names + list(args[i:])
+        if not word.startswith("-") or word == "-":
+            names.append(word)
+            continue
+        for k, letter in enumerate(word[1:], 1):
+            if letter in _READ_VALUE_OPTIONS:
+                if k == len(word) - 1:
+                    i += 1  # the value is the next word
+                break
+    return names
+
+
+def _named(argv: tuple[str, ...]) -> list[int]:
+    """The positions in ``argv`` of the words that name a variable the builtin sets or unsets."""
+    name, n = argv[0], len(argv)
+    if name == "read":
+        names = read_names(argv[1:])
+        spots, k = [], n - 1
+        for word in reversed(names):  # the names are the last words of their kind: find them from the end
+            while k > 0 and argv[k] != word:
+                k -= 1
+            spots.append(k)
+            k -= 1
+        return spots
+    if name == "getopts":
+        return [2] if n > 2 else []
+    if name == "wait":
+        return [k + 1 for k in range(1, n - 1) if argv[k].startswith("-") and "p" in argv[k]]
+    spots, options = [], True
+    for k in range(1, n):
+        word = argv[k]
+        if options and word == "--":
+            options = False
+        elif options and word[:1] in "-+" and word not in ("-", "+"):
+            continue
+        else:
+            spots.append(k)
+    return spots
+
+
+# Bash's own arrays: an unknown value assigned to one by a declarer is a list too.
+_BASH_ARRAYS = frozenset(
+    "BASH_ARGC BASH_ARGV BASH_LINENO BASH_SOURCE BASH_REMATCH BASH_VERSINFO FUNCNAME GROUPS PIPESTATUS "
+    "DIRSTACK COMP_WORDS COPROC MAPFILE".split()
+)
+
+
+def arrays_made(argv: tuple[str, ...]) -> list[str]:
+    """The variables the builtin ``argv`` makes arrays (``read -a``,
+    ``mapfile``, ``declare -a``/``-A``): a declarer's unknown value later
+    assigned to one of them is parsed as a list."""
+    name = argv[0] if argv else ""
+    letters = "".join(w[1:] for w in argv[1:] if w[:1] in "-+" and w != "--")
+    if name in ("mapfile", "readarray"):
+        return [*argv[1:], "MAPFILE"]
+    if (name == "read" and "a" in letters) or (name in _DECLARERS and ("a" in letters or "A" in letters)):
+        return [argv[k].partition("=")[0] for k in _named(argv)]
+    return []
+
+
+def variable_names_problem(
+    argv: tuple[str, ...], fixed: list[bool], raw: list[str], arrays: set[str] | frozenset[str] = frozenset(),
+) -> J | None:
+    """Why the builtin ``argv`` would evaluate a variable's name or value as
+    code, or None. A name with a subscript (``read 'a[$(cmd)]'``, ``declare
+    "a[$v]=1"``, ``unset "$v"``) is arithmetic, which runs the command
+    substitutions in it; a subscripted ``BASH_CMDS[ls]=./x`` changes which
+    file a later ``ls`` runs. A list in a declarer's word (``declare -a
+    "b=($v)"``), or an unknown value it assigns to an array (``declare -a
+    b=$v``, ``local b="$v"`` once ``b`` is one: ``arrays``), is parsed again
+    as code. ``fixed``: each word of ``argv`` is literal; ``raw``: each as
+    written (a name is plain only when written out)."""
+    if not argv or argv[0] not in _NAMING:
+        return None
+    letters = "".join(w[1:] for w in argv[1:] if w[:1] in "-+" and w != "--")
+    for k in _named(argv):
+        word = argv[k]
+        var, eq, value = word.partition("=")
+        if argv[0] in ("read", "unset", "getopts", "wait"):
+            var, eq, value = word, "", ""
+        var = var[:-1] if eq and var.endswith("+") else var
+        written = raw[k].partition("=")[0] if k < len(raw) else ""
+        literal = k < len(fixed) and fixed[k]
+        if not _VARIABLE.fullmatch(var) or not (literal or written.rstrip("+") == var):
+            return rej(f"`{argv[0]}` names the variable `{word}`, which is not a plain name written out: bash "
+                       "evaluates a subscript in a name as arithmetic, which runs the command substitutions in it",
+                       "write each variable's name literally, without a subscript")
+        if not eq or argv[0] not in _DECLARERS:
+            continue
+        if value.startswith("(") or (not literal and ("a" in letters or "A" in letters or var in arrays
+                                                      or var in _BASH_ARRAYS)):
+            return rej(f"`{argv[0]} {word}` assigns a list, or a value not known now to an array, which bash "
+                       "parses again as code", "assign the elements with `NAME[0]=...` lines, or read them "
+                       "with `mapfile -t NAME < FILE`")
+    return None
+
+
 # (command, verdict, substring of the reason or None), run by tests/shell/test_shell_rules.py
 CASES: list[tuple[str, str, str | None]] = [
     # a value read from a file is data; evaluated, its `x[$(cmd)]` runs cmd
@@ -136,6 +248,25 @@ CASES: list[tuple[str, str, str | None]] = [
     ('for f in *; do read -r v < "$f"; echo ${v:-none} ${v:+set} ${v@Q} ${v,,} ${v#x}; done', "ask", "only reads"),
     ('for f in *; do read -r v < "$f"; declare -a parts; local -r x=1; done', "ask", "only reads"),
     ("declare +i x", "ask", "opaque"),
+    # a subscript in a variable's name is arithmetic too, and a list in a word is parsed again
+    ("for f in *; do read -r 'a[$(touch pwned)]' < \"$f\"; done", "reject", "not a plain name"),
+    ('for f in *; do read -r v < "$f"; read -r "$v" < "$f"; done', "reject", "not a plain name"),
+    ('for f in *; do read -r v < "$f"; read -ra "x$v" < "$f"; done', "reject", "not a plain name"),
+    ("for f in *; do declare 'a[$(touch pwned)]=1'; done", "reject", "not a plain name"),
+    ('for f in *; do read -r v < "$f"; declare "$v=1"; done', "reject", "not a plain name"),
+    ('for f in *; do read -r v < "$f"; declare a[$v]=1; done', "reject", "not a plain name"),
+    ("for f in *; do unset 'a[$(touch pwned)]'; done", "reject", "not a plain name"),
+    ('for f in *; do read -r v < "$f"; unset -v "$v"; done', "reject", "not a plain name"),
+    ('for f in *; do read -r v < "$f"; typeset -a "b=($v)"; done', "reject", "not a plain name"),
+    ("for f in *; do declare -a 'b=($(touch pwned))'; done", "reject", "parses again as code"),
+    ("for f in *; do declare BASH_CMDS[ls]=./evil; ls; done", "reject", "not a plain name"),
+    ("for f in *; do wait -p 'a[$(touch pwned)]' -n; done", "reject", "not a plain name"),
+    ("for f in *; do getopts ab 'a[$(touch pwned)]'; done", "reject", "not a plain name"),
+    ('for f in *; do read -r -p "> " -a parts x < "$f"; local -- y=1 z+=2; unset -v x; done', "ask", "only reads"),
+    ('for f in *; do read -r v < "$f"; declare -a b=$v; done', "reject", "parses again as code"),
+    ('for f in *; do read -r v < "$f"; mapfile -t b < "$f"; local b="$v"; done', "reject", "parses again as code"),
+    ('for f in *; do read -ra b < "$f"; read -r v < "$f"; typeset b=$v; done', "reject", "parses again as code"),
+    ('for f in *; do read -r v < "$f"; local x="$v" y=${v:-1}; export Z=$v; done', "ask", "only reads"),
     # mapfile's callback is a command in a word
     ("mapfile -t -C 'touch x' -c 1 arr < a.txt", "reject", "callback"),
     ('for f in *; do readarray -tC"$f" -c 1 a < "$f"; done', "reject", "callback"),

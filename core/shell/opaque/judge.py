@@ -34,9 +34,9 @@ from core.shell.compound import GLOB_AFTER_CHANGE, _command, _first_word_problem
 from core.shell.environment import ASSIGNMENT, NAME, assignment_problem, unset_problem
 from core.shell.opaque.conditions import (
     ASSIGNING, DEFAULT_ASSIGNMENT, arithmetic, builtin_assignments, integer_text, named_by_variable, not_integer,
-    read_condition, read_names,
+    read_condition,
 )
-from core.shell.opaque.evaluation import evaluating_builtin, evaluating_expansion
+from core.shell.opaque.evaluation import arrays_made, evaluating_builtin, evaluating_expansion, read_names, variable_names_problem
 from core.shell.opaque.spans import ARITH, ARITH_COMMAND, COND, Span, find_spans, stand_in
 from core.shell.facts import SANDBOX_HOME, WorkspaceFacts
 from core.shell.opaque.text import BRACE, alternatives, anchored, scan, skeleton, substitutions, unclosed_brace
@@ -88,6 +88,7 @@ class _Judge:
         self.worst: tuple[J, str, tuple[str, ...]] | None = None
         self.paths: list[str] = []
         self.assigned: set[str] = set()
+        self.arrays: set[str] = set()  # the variables the script made arrays (evaluation.arrays_made)
         self.downloaded: set[str] = set()
         self.braces: list[int] = []  # where the last word's brace expansions start (in its value)
         self.literal: set[int] = set()  # positions of `<<` with a quoted delimiter
@@ -308,7 +309,7 @@ class _Judge:
                 raise _Stop(rej("a command substitution in a here-document body cannot be checked",
                                 "quote the delimiter (<<'EOF') so the body is taken literally"))
             sub = _Judge(inner, self.facts, self.env)
-            sub.assigned, sub.downloaded = self.assigned, self.downloaded
+            sub.assigned, sub.downloaded, sub.arrays = self.assigned, self.downloaded, self.arrays
             for tree in trees:
                 sub.node(tree)
             for name in sub.constructs:
@@ -408,7 +409,8 @@ class _Judge:
                             "run the command itself directly"), self.show(n))
         if name in SCRIPT_STATE:
             self.construct(f"`{name}`")  # what the plain plan, with no shell between its parts, cannot run
-        problem = evaluating_builtin(argv)
+        raw = [self.s[p.pos[0]:p.pos[1]] for p in words]
+        problem = evaluating_builtin(argv) or variable_names_problem(argv, fixed, raw, self.arrays)
         if problem is not None:
             raise _Stop(problem, self.show(n))
         if name in ASSIGNING:  # what arithmetic may later evaluate
@@ -418,6 +420,7 @@ class _Judge:
             self.any_assigned = self.any_assigned or not all(fixed)
             for names, found in zip((self.integers, self.others), builtin_assignments(argv)):
                 names.update(found)
+        self.arrays.update(arrays_made(argv))
         if name in STATE_BUILTINS:
             if name == "unset":  # the script's later programs lose what the sandbox set for them
                 for var in argv[1:]:
