@@ -407,6 +407,11 @@ class _Judge:
         if name in _NEVER and not (literal and lookup_only(argv)):  # `command -v NAME` only prints (its rule)
             raise _Stop(rej(f"`{name}` runs code the validator cannot see (or changes the shell itself)",
                             "run the command itself directly"), self.show(n))
+        if name in ("set", "shopt") and any("k" in w[1:] and w[:1] in "-+" and w[1:2] != "-" or "keyword" in w
+                                             for w in argv[1:]):
+            # `set -k`: a later `ls LD_PRELOAD=./x.so` puts the word in ls's environment, not its arguments
+            raise _Stop(rej(f"`{name} ... keyword` makes every `NAME=value` word of a later command part of its "
+                            "environment", "write assignments before the program"), self.show(n))
         if name in SCRIPT_STATE:
             self.construct(f"`{name}`")  # what the plain plan, with no shell between its parts, cannot run
         raw = [self.s[p.pos[0]:p.pos[1]] for p in words]

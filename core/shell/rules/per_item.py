@@ -63,6 +63,10 @@ def find_exec(args: list[str]) -> J | None:
 def find_delete(args: list[str]) -> J:
     """``find ROOTS ... -delete``: it deletes what it matches under each root
     (the root itself among them), judged as ``rm -rf ROOT`` on every root."""
+    follows = next((a for a in args if a in ("-L", "-H", "-follow")), None)
+    if follows is not None:  # it deletes through a link what lies outside the workspace
+        return rej(f"`find {follows} ... -delete` follows symbolic links and deletes what they lead to",
+                   "drop the option: without it find deletes the links, not what they point to")
     worst: J | None = None
     for root in _roots(args):
         j = _inner("find -delete", ["rm", "-rf", "--", root])
@@ -77,6 +81,8 @@ def find_delete(args: list[str]) -> J:
 def _roots(args: list[str]) -> list[str]:
     """find's starting points: the words before the first option or predicate."""
     roots = []
+    while args[:1] == ["-P"] or args[:1] == ["-D"] or (args and args[0].startswith("-O")):
+        args = args[2:] if args[0] == "-D" else args[1:]  # its options before the roots
     for a in args:
         if a.startswith("-") or a in ("(", "!", ","):
             break
@@ -144,6 +150,12 @@ CASES: list[tuple[str, str, str | None]] = [
     ("find / -name '*.pyc' -delete", "reject", "outside the workspace"),
     ("find . .. -delete", "reject", "outside the workspace"),
     ("find ~ -name x -delete", "reject", "outside the workspace"),
+    # -L / -H / -follow: a link to a folder outside the workspace has its files deleted
+    ("find -L . -name '*.pyc' -delete", "reject", "follows symbolic links"),
+    ("find -H link -delete", "reject", "follows symbolic links"),
+    ("find . -follow -delete", "reject", "follows symbolic links"),
+    ("find -P build -O2 -delete", "ask+destructive", None),
+    ("find -files0-from list -delete", "reject", None),
     ("find . -name x -delete -exec cat {} +", "ask+destructive", None),
     ("find . -execdir sh -c id ';'", "reject", "inline code"),
     ("find . -exec sudo rm {} \\;", "reject", "privilege"),

@@ -344,6 +344,9 @@ _FIND_NEWERXY = re.compile(r"-newer[aBcmt][aBcmt]")
 
 def _h_find(name: str, args: list[str]) -> J:
     listed = _names_from_file(name, args)
+    if listed is not None and "-delete" in args:  # it would delete the files a list names, wherever they are
+        return rej(f"`find -files0-from ... -delete` deletes the files a list names; {listed.reason.split(' from ', 1)[-1]}",
+                   "name the folders to clean on the command line")
     if listed is not None:
         return listed
     inner = find_exec(args)

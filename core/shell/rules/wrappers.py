@@ -149,6 +149,8 @@ def _env(args: list[str]) -> tuple[int, list[tuple[str, str]], list[str]] | None
     i, assigns, unsets = 0, [], []
     while i < len(args):
         a = args[i]
+        if assigns and a.startswith("-"):
+            break  # GNU env reads no option after an assignment: `-u` there is the program it runs
         if a.startswith("-u") or _long(a, "--unset"):
             value, i = _value(args, i, a[2:] if a.startswith("-u") else a.partition("=")[2])
             if value is None or not NAME.fullmatch(value):
@@ -247,6 +249,10 @@ CASES: list[tuple[str, str, str | None]] = [
     ("env -u LANG ls", "allow", None),  # as `unset LANG`: output or locale only
     ("env FOO=bar printenv FOO", "ask", "`FOO` set for it"),  # as `FOO=bar printenv FOO`
     ("env -u FOO ls", "ask", "`env -u FOO` removes"),
+    # after an assignment env reads no option: it would run a program named `-u` found on PATH
+    ("env LANG=C -u LANG ls", "reject", "where its program should be"),
+    ("env LANG=C --unset=LANG ls", "reject", "where its program should be"),
+    ("env -u LANG LANG=C ls", "allow", None),
     ("FOO=1 timeout 5 ls", "ask", "`FOO` set for it"),
     # what the program alone is refused or asked for, it is with the wrapper too
     ("timeout 5 rm -rf build", "ask+destructive", "`timeout 5` runs `rm`"),
