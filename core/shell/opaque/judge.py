@@ -415,13 +415,13 @@ class _Judge:
         if name in SCRIPT_STATE:
             self.construct(f"`{name}`")  # what the plain plan, with no shell between its parts, cannot run
         raw = [self.s[p.pos[0]:p.pos[1]] for p in words]
-        problem = evaluating_builtin(argv) or variable_names_problem(argv, fixed, raw, self.arrays)
+        problem = (
+            evaluating_builtin(argv) or (named_by_variable(argv, raw, fixed) if name in ASSIGNING else None)
+            or variable_names_problem(argv, fixed, raw, self.arrays)
+        )
         if problem is not None:
             raise _Stop(problem, self.show(n))
         if name in ASSIGNING:  # what arithmetic may later evaluate
-            problem = named_by_variable(argv, [self.s[w.pos[0] : w.pos[1]] for w in words], fixed)
-            if problem is not None:
-                raise _Stop(problem, self.show(n))
             self.any_assigned = self.any_assigned or not all(fixed)
             for names, found in zip((self.integers, self.others), builtin_assignments(argv)):
                 names.update(found)
