@@ -174,8 +174,13 @@ def _command(tokens: list[Token], cwd: str | None, facts: WorkspaceFacts | None)
     """Judge one simple command: (SimpleCommand, J, program, paths) or a rejection.
     A wrapper that only bounds or tunes its program (rules/wrappers.py) is
     taken off: the program after it is judged as the command."""
+    for t in tokens:  # the program word: most commands have no wrapper, and cost no more for it
+        if type(t) is Word:
+            if t.value not in UNWRAPPED:  # type: ignore[union-attr]
+                return _plain_command(tokens, cwd, facts)
+            break
     words = [t for t in tokens if type(t) is Word]
-    wrapped = unwrap(tuple(w.value for w in words)) if words and words[0].value in UNWRAPPED else None
+    wrapped = unwrap(tuple(w.value for w in words)) if words else None
     if wrapped is None:
         return _plain_command(tokens, cwd, facts)
     if isinstance(wrapped, J):
