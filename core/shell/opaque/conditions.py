@@ -398,4 +398,15 @@ CASES: list[tuple[str, str, str | None]] = [
     ("echo '$((x))' \"$((1))\"", "ask", "only reads"),
     ("cat <<EOF\n$((v))\nEOF", "reject", None),
     ("# [[ x\necho $((1)) # $((y))", "ask", "only reads"),
+    # bash reads `((` to its matching `))` across line breaks and line continuations (`\\` newline)
+    ("read true < f; ((true\n))", "reject", "arithmetic"),
+    ("read true < f; ((true \\\n))", "reject", "arithmetic"),
+    ("read v < f; ((1 \\\n+ v))", "reject", "arithmetic"),
+    ("read true < f; true; \\\n((true))", "reject", "arithmetic"),
+    ("read true < f; if true; th\\\nen ((true)); fi", "reject", None),
+    ("read true < f; (\\\n(true))", "reject", None),
+    ("read true < f; ((true)\\\n)", "reject", "continuation"),
+    ("read true < f; echo $(\\\n(true))", "reject", None),
+    ("((ls)\n)", "ask", "only reads"),
+    ("[[ -f a ]] && \\\n  cat a", "ask", "only reads"),
 ]

@@ -522,7 +522,7 @@ def judge_opaque(s: str, facts: WorkspaceFacts | None, env: dict[str, str], plai
     only for quoting it cannot cross-check (``'$'`` or ``->(`` inside a
     double-quoted word) is opaque too (construct "quoting")."""
     spans: list[Span] = []
-    if "[[" in s or "((" in s:
+    if "[[" in (joined := s.replace("\\\n", "")) or "((" in joined:
         found = find_spans(s)
         if found is None:
             return None

@@ -13,7 +13,11 @@ Bash's own rules, followed here: ``[[`` and ``((`` are keywords only where
 a command starts; ``((`` / ``$((`` is arithmetic only when its parentheses
 close with ``))`` (otherwise it is ``( (`` / ``$( (``, subshells); ``[[``
 ends at the first unquoted word ``]]``, and the word after ``=~`` may hold
-``(``, ``)`` and ``|`` (a regular expression).
+``(``, ``)`` and ``|`` (a regular expression). Bash removes a line
+continuation (backslash, newline) before it reads words: one between words
+is a blank here, one joined to a word or a parenthesis is refused; and it
+reads ``((`` on to its matching ``)`` through line breaks and quotes, so
+these are refused there rather than guessed as a subshell.
 """
 
 from __future__ import annotations
@@ -123,6 +127,9 @@ class _Scanner:
             if c in " \t":
                 i += 1
                 continue
+            if s.startswith("\\\n", i):  # a line continuation: bash removes it before reading words
+                i += 2
+                continue
             if c == "#":  # at a word's start: a comment to the end of the line
                 j = s.find("\n", i)
                 i = n if j < 0 else j
@@ -136,6 +143,7 @@ class _Scanner:
                 i, command = i + 1, True
                 continue
             if c == "(":
+                _glued(s, i + 1)  # `(\<newline>(` is `((` to bash
                 if command and s.startswith("((", i):
                     end = self.arith(i + 2)
                     if end is not None:
@@ -184,6 +192,7 @@ class _Scanner:
         while i < n and s[i] not in stops:
             c = s[i]
             if c == "\\":
+                _glued(s, i)
                 i += 2
             elif c == "'":
                 j = s.find("'", i + 1)
@@ -206,6 +215,7 @@ class _Scanner:
         while i < n:
             c = s[i]
             if c == "\\":
+                _glued(s, i)
                 i += 2
             elif c == '"':
                 return i + 1
@@ -222,6 +232,8 @@ class _Scanner:
         cannot read a `[[` or `$((` there: refused)."""
         s, j = self.s, i + 1
         while j < len(s) and s[j] != "`":
+            if s[j] == "\\":
+                _glued(s, j)
             j += 2 if s[j] == "\\" else 1
         if j >= len(s):
             raise _Refused(rej("an unclosed backtick", "use $(...) and close it"))
@@ -238,6 +250,7 @@ class _Scanner:
                 self.spans.append(Span(ARITH, i, end))
                 return end
         if s.startswith("$(", i):
+            _glued(s, i + 2)  # `$(\<newline>(` is `$((` to bash
             return self.script(i + 2, True)
         if s.startswith("${", i):
             depth, j = 0, i + 1
@@ -247,6 +260,8 @@ class _Scanner:
                     raise _Refused(rej(f"a substitution inside `{s[i:j + 3]}...` cannot be checked",
                                        "compute the default in a separate step"))
                 depth += {"{": 1, "}": -1}.get(s[j], 0)
+                if s[j] == "\\":
+                    _glued(s, j)
                 j += 2 if s[j] == "\\" else 1
                 if depth == 0:
                     return j
@@ -262,17 +277,19 @@ class _Scanner:
         while j < n:
             c = s[j]
             if c in "'\"\\`" or s.startswith("$(", j) or c == "\n":
-                if _closes(s, j):
-                    raise _Refused(rej("quotes, backslashes, substitutions or line breaks inside "
-                                       f"`{s[i - 2 : j + 1]}...` are not allowed in arithmetic",
-                                       "use literal numbers and variables only, or `expr`"))
-                return None
+                # bash reads on to the matching `)` through quotes, substitutions, line breaks and
+                # line continuations, and only then tells arithmetic from a subshell: not guessed here
+                raise _Refused(rej("quotes, backslashes, substitutions or line breaks inside "
+                                   f"`{s[i - 2 : j + 1]}...` are not allowed in arithmetic (nor in a "
+                                   "subshell opened as `((`)", "use literal numbers and variables only, "
+                                   "or `expr`; write a subshell in a subshell as `( (`"))
             if c == "(":
                 depth += 1
             elif c == ")":
                 if depth:
                     depth -= 1
                 else:
+                    _glued(s, j + 1)  # `)\<newline>)` closes arithmetic to bash
                     return j + 2 if s[j + 1 : j + 2] == ")" else None
             j += 1
         return None
@@ -284,8 +301,8 @@ class _Scanner:
         regex: set[int] = set()
         j = i + 2
         while True:
-            while j < n and s[j] in _BLANK:
-                j += 1
+            while j < n and (s[j] in _BLANK or s.startswith("\\\n", j)):
+                j += 2 if s[j] == "\\" else 1
             if j >= n:
                 raise _Refused(rej("`[[` without its closing `]]`", H_COND))
             op = next((o for o in _COND_OPS if s.startswith(o, j)), None)
@@ -314,6 +331,8 @@ class _Scanner:
             c = s[i]
             if depth == 0 and (c in _BLANK or c in ";&<>" or c == ")" or s.startswith("||", i)):
                 return i
+            if c == "\\":
+                _glued(s, i)
             if c in "'\"\\$`":
                 i = self.word(i, _META + "|") if c != "\\" else i + 2
                 continue
@@ -322,8 +341,11 @@ class _Scanner:
         return i
 
 
-def _closes(s: str, j: int) -> bool:
-    """Whether a ``))`` follows ``j`` on the same line (the arithmetic would
-    likely have gone on to it)."""
-    line_end = s.find("\n", j)
-    return "))" in s[j : len(s) if line_end < 0 else line_end]
+def _glued(s: str, i: int) -> None:
+    """Refuses the backslash at ``i`` when it continues the line inside a word
+    (``th\\<newline>en``, ``$\\<newline>((``): bash joins the two lines
+    into one word before reading it, which is not followed here."""
+    if s.startswith("\\\n", i):
+        raise _Refused(rej("a line continuation (backslash, newline) joined to a word or parenthesis "
+                           f"at position {i}",
+                           "break lines only between words (after a blank)"))
